@@ -1,0 +1,46 @@
+"""agno-compression: keep agno Agents and Teams inside their context window without losing anything.
+
+>>> from agno_compression import CompressionManager
+>>> agent = CompressionManager(compress_at_tokens=16_000).attach(Agent(model=..., db=SqliteDb(...)))
+"""
+
+from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerError, TokenCountError
+from ._manager import CompressionManager, FoldEvent
+from ._observations import shorten_text, truncate_output
+from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
+from ._summarizers import (
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Pipeline,
+    Summarizer,
+    Summary,
+    SummaryRequest,
+)
+from ._tokens import TokenCounter, count_tokens
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompressionError",
+    "CompressionManager",
+    "ConfigError",
+    "ExtractiveSummarizer",
+    "FoldEvent",
+    "FoldPlan",
+    "LLMSummarizer",
+    "PairViolation",
+    "Pipeline",
+    "StoreError",
+    "Summarizer",
+    "SummarizerError",
+    "Summary",
+    "SummaryRequest",
+    "TokenCountError",
+    "TokenCounter",
+    "__version__",
+    "count_tokens",
+    "pair_violations",
+    "plan_fold",
+    "shorten_text",
+    "truncate_output",
+]

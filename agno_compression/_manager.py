@@ -1,0 +1,445 @@
+"""``CompressionManager``: folds an agno run's context mid-run, before a model call that would exceed the budget.
+
+agno calls ``should_compress`` and then ``compress`` before every model call of an
+Agent or Team (sync, async, streaming), with the live message list. The manager counts
+the prompt; when it is over ``compress_at_tokens`` it plans the fold (``plan_fold``),
+masks and/or summarizes the foldable span, and rewrites the live list to
+``[system, summary, current user, last tool batch]``. Every message it removes from the
+live list is remembered in a per-run ledger and put back into the run's output by a
+post-hook before agno stores the run, so the database keeps the full record.
+
+Compression never breaks a run: any failure degrades (LLM summary -> extractive ->
+no fold) with a logged warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agno.compression.manager import CompressionManager as AgnoCompressionManager
+from agno.models.message import Message
+
+from ._exceptions import ConfigError, SummarizerError
+from ._observations import shorten_text
+from ._plan import FoldPlan, calls_by_id, is_summary, make_summary_message, plan_fold
+from ._summarizers import (
+    ExtractiveSummarizer,
+    LLMSummarizer,
+    Pipeline,
+    Summarizer,
+    Summary,
+    SummaryRequest,
+    mask_placeholder,
+    resolve_strategy,
+)
+from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agno.metrics import RunMetrics
+    from agno.models.base import Model
+
+log = logging.getLogger("agno_compression")
+
+_MAX_TRACKED_RUNS = 256
+
+
+@dataclass
+class FoldEvent:
+    """One fold (or masking pass) done during a run."""
+
+    strategy: str
+    """What acted: ``"mask"``, a summarizer's name, or ``"<name>->extractive"`` after a fallback."""
+    folded_ids: list[str]
+    """Ids of the messages folded away (empty for a masking pass)."""
+    masked_ids: list[str]
+    """Ids of tool results masked in place."""
+    shortened_ids: list[str]
+    """Ids of kept tool results shortened in context because they alone exceeded the budget."""
+    summary: str | None
+    """The summary text injected, if any."""
+    tokens_before: int
+    """Prompt tokens before the fold."""
+    tokens_after: int
+    """Prompt tokens after the fold."""
+    created_at: float = field(default_factory=time.time)
+    """Unix time of the fold."""
+
+
+@dataclass
+class _RunState:
+    """What the manager remembers about one live message list (one run's model loop)."""
+
+    live: list[Message]
+    ledger: list[Message] = field(default_factory=list)
+    seen: set[int] = field(default_factory=set)
+    tools: Sequence[Any] | None = None
+    model: Model | None = None
+    prompt_tokens: int = 0
+    events: list[FoldEvent] = field(default_factory=list)
+
+    def observe(self) -> None:
+        """Append messages not seen before to the ledger, in order of first appearance."""
+        for m in self.live:
+            if id(m) not in self.seen and not is_summary(m):
+                self.seen.add(id(m))
+                self.ledger.append(m)
+
+
+@dataclass(kw_only=True)
+class CompressionManager(AgnoCompressionManager):
+    """Keeps every model call of an agno Agent or Team under ``compress_at_tokens`` by folding mid-run."""
+
+    compress_at_tokens: int = 16_000
+    """Fold before a model call whose prompt (messages plus tool definitions) would exceed this."""
+    summarizer: str | Summarizer | Pipeline = "extractive"
+    """``"extractive"``, ``"llm"``, ``"mask"``, ``"pipeline"``, a ``Summarizer`` or a ``Pipeline``."""
+    target_ratio: float = 0.5
+    """After a fold the prompt should sit at or below this share of ``compress_at_tokens``."""
+    max_summary_tokens: int = 2_000
+    """Upper bound on a summary's size."""
+    min_summary_tokens: int = 200
+    """Smallest budget a summary gets, even when the kept messages are large."""
+    token_counter: TokenCounter | None = None
+    """Counts prompts; default: exact tiktoken counts for the agent's model, offline."""
+    summarizer_timeout: float = 120.0
+    """Seconds a summarizer may take before the fold falls back to the extractive summary."""
+    on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None = None
+    """Called after each fold with the event and the folded original messages."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
+            raise ConfigError(f"compress_at_tokens must be an int >= 256, got {self.compress_at_tokens!r}")
+        if not 0.05 <= self.target_ratio <= 1.0:
+            raise ConfigError(f"target_ratio must be between 0.05 and 1.0, got {self.target_ratio!r}")
+        if self.max_summary_tokens < 50:
+            raise ConfigError(f"max_summary_tokens must be >= 50, got {self.max_summary_tokens!r}")
+        if not 10 <= self.min_summary_tokens <= self.max_summary_tokens:
+            raise ConfigError(
+                f"min_summary_tokens must be between 10 and max_summary_tokens ({self.max_summary_tokens}), "
+                f"got {self.min_summary_tokens!r}"
+            )
+        if self.summarizer_timeout <= 0:
+            raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
+        self.strategy = resolve_strategy(self.summarizer, self.model)
+        # agno's own knobs: folding is driven by our threshold, never by agno's count trigger.
+        self.compress_tool_results = True
+        self.compress_tool_results_limit = None
+        self.compress_token_limit = self.compress_at_tokens
+        self._fallback = ExtractiveSummarizer()
+        self._runs: OrderedDict[int, _RunState] = OrderedDict()
+        self._counters: dict[str, TokenCounter] = {}
+        self._lock = threading.Lock()
+        self.events: list[FoldEvent] = []
+
+    # --- wiring --------------------------------------------------------------------------------------
+
+    def attach(self, target: Any, *, include_members: bool = True) -> Any:
+        """Wire this manager into an agno ``Agent`` or ``Team`` (and its members) and return it."""
+        from agno.agent import Agent
+        from agno.team import Team
+
+        if not isinstance(target, (Agent, Team)):
+            raise ConfigError(f"attach() takes an agno Agent or Team, got {type(target).__name__}")
+        if getattr(target, "offload_tool_results", False):
+            raise ConfigError(
+                f"{type(target).__name__} {target.name or target.id!r} has offload_tool_results enabled; agno "
+                "cannot combine it with compression. Turn offloading off to attach agno-compression."
+            )
+        target.compression_manager = self
+        target.compress_tool_results = True
+        hooks = list(target.post_hooks or [])
+        if self.restore_run_messages not in hooks:
+            hooks.append(self.restore_run_messages)
+        target.post_hooks = hooks
+        if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
+            self.strategy.summarizer.model = self.model or target.model
+        if isinstance(target, Team) and include_members:
+            members = target.members if isinstance(target.members, list) else []
+            for member in members:
+                if isinstance(member, (Agent, Team)):
+                    self.attach(member, include_members=True)
+        return target
+
+    def restore_run_messages(self, run_output: Any, run_context: Any = None) -> None:
+        """Post-hook: put every message folded during the run back into ``run_output.messages``.
+
+        agno builds the stored run from the live list, which a fold shortened; the ledger has
+        every message that list ever held, in order.
+        """
+        try:
+            state = self._pop_state(run_output, run_context)
+            if state is None:
+                return
+            state.observe()
+            current = list(run_output.messages or [])
+            known = {id(m) for m in state.ledger}
+            restored = [m for m in state.ledger if m.add_to_agent_memory]
+            restored += [m for m in current if id(m) not in known and not is_summary(m)]
+            run_output.messages = restored
+        except Exception as exc:  # never break a run
+            log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
+
+    def _pop_state(self, run_output: Any, run_context: Any) -> _RunState | None:
+        live = getattr(run_context, "messages", None)
+        with self._lock:
+            if live is not None and id(live) in self._runs and self._runs[id(live)].live is live:
+                return self._runs.pop(id(live))
+            ids = {id(m) for m in run_output.messages or []}
+            for key, state in list(self._runs.items()):
+                if ids & state.seen:
+                    return self._runs.pop(key)
+        return None
+
+    def _state(self, messages: list[Message]) -> _RunState:
+        with self._lock:
+            state = self._runs.get(id(messages))
+            if state is None or state.live is not messages:
+                state = _RunState(live=messages)
+                self._runs[id(messages)] = state
+                while len(self._runs) > _MAX_TRACKED_RUNS:
+                    self._runs.popitem(last=False)
+            return state
+
+    def counter_for(self, model: Model | None) -> TokenCounter:
+        """The token counter used for ``model``'s prompts."""
+        if self.token_counter is not None:
+            return self.token_counter
+        key = getattr(model, "id", None) or ""
+        with self._lock:
+            if key not in self._counters:
+                self._counters[key] = TokenCounter(key or None)
+            return self._counters[key]
+
+    # --- agno's entry points -------------------------------------------------------------------------
+
+    def should_compress(
+        self,
+        messages: list[Message],
+        tools: list[Any] | None = None,
+        model: Model | None = None,
+        response_format: Any = None,
+    ) -> bool:
+        try:
+            state = self._state(messages)
+            state.tools, state.model = tools, model
+            state.observe()
+            state.prompt_tokens = self._count(state, messages)
+            return state.prompt_tokens > self.compress_at_tokens
+        except Exception as exc:
+            log.warning("agno-compression: token count failed, not folding this call: %s", exc)
+            return False
+
+    async def ashould_compress(
+        self,
+        messages: list[Message],
+        tools: list[Any] | None = None,
+        model: Model | None = None,
+        response_format: Any = None,
+    ) -> bool:
+        return self.should_compress(messages, tools, model, response_format)
+
+    def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
+        try:
+            state = self._state(messages)
+            plan = plan_fold(messages)
+            if self._mask_enough(state, plan):
+                return
+            summary = None
+            if self.strategy.summarizer is not None and plan.has_work:
+                request = self._request(state, plan)
+                summary = self._summarize_sync(request)
+            self._apply(state, plan, summary, run_metrics)
+        except Exception as exc:
+            log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
+
+    async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
+        try:
+            state = self._state(messages)
+            plan = plan_fold(messages)
+            if self._mask_enough(state, plan):
+                return
+            summary = None
+            if self.strategy.summarizer is not None and plan.has_work:
+                request = self._request(state, plan)
+                summary = await self._summarize_async(request)
+            self._apply(state, plan, summary, run_metrics)
+        except Exception as exc:
+            log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
+
+    # --- the steps of a fold (each small and overridable) --------------------------------------------
+
+    def _count(self, state: _RunState, messages: Sequence[Message]) -> int:
+        return self.counter_for(state.model).count_prompt(messages, state.tools)
+
+    @property
+    def target_tokens(self) -> int:
+        """The prompt size a fold aims for."""
+        return int(self.compress_at_tokens * self.target_ratio)
+
+    def _mask_enough(self, state: _RunState, plan: FoldPlan) -> bool:
+        """Mask old tool outputs in place; True when that alone brought the prompt under target."""
+        if not self.strategy.mask:
+            return False
+        calls = calls_by_id(state.live)
+        masked: list[str] = []
+        for m in plan.folded:
+            if m.role == "tool" and m.compressed_content is None:
+                m.compressed_content = mask_placeholder(m, calls)
+                masked.append(m.id)
+        after = self._count(state, state.live)
+        goal = self.target_tokens if self.strategy.summarizer is not None else self.compress_at_tokens
+        if masked and (after <= goal or self.strategy.summarizer is None):
+            self._record(state, FoldEvent("mask", [], masked, [], None, state.prompt_tokens, after), [])
+            return True
+        if self.strategy.summarizer is None:
+            if not masked:
+                log.debug("agno-compression: nothing left to mask")
+            return True
+        return False
+
+    def _request(self, state: _RunState, plan: FoldPlan) -> SummaryRequest:
+        counter = self.counter_for(state.model)
+        kept_tokens = self._count(state, plan.view(None))
+        budget = min(self.max_summary_tokens, max(self.min_summary_tokens, self.target_tokens - kept_tokens))
+        previous = plan.previous_summary.get_content_string() if plan.previous_summary is not None else None
+        return SummaryRequest(
+            messages=plan.folded, previous=previous, max_tokens=budget, count_tokens=counter.count_text
+        )
+
+    def _checked(self, summary: Any, summarizer: Summarizer) -> Summary:
+        if not isinstance(summary, Summary) or not isinstance(summary.text, str) or not summary.text.strip():
+            raise SummarizerError(f"summarizer {summarizer.name!r} returned no usable text ({type(summary).__name__})")
+        return summary
+
+    def _fallback_summary(self, request: SummaryRequest, failed: Summarizer, exc: BaseException) -> Summary:
+        log.warning("agno-compression: summarizer %r failed (%s); using the extractive summary", failed.name, exc)
+        self.stats["summarizer_failures"] = self.stats.get("summarizer_failures", 0) + 1
+        result = self._fallback.summarize(request)
+        return Summary(text=result.text, strategy=f"{failed.name}->extractive")
+
+    def _summarize_sync(self, request: SummaryRequest) -> Summary:
+        summarizer = self.strategy.summarizer
+        assert summarizer is not None
+        if isinstance(summarizer, ExtractiveSummarizer):
+            return summarizer.summarize(request)  # pure and fast: no thread needed
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = summarizer.summarize(request)
+            except BaseException as exc:
+                box["error"] = exc
+
+        worker = threading.Thread(target=work, name="agno-compression-summarizer", daemon=True)
+        worker.start()
+        worker.join(self.summarizer_timeout)
+        try:
+            if worker.is_alive():
+                raise SummarizerError(f"no summary after {self.summarizer_timeout}s")
+            if "error" in box:
+                raise box["error"]
+            return self._checked(box.get("result"), summarizer)
+        except Exception as exc:
+            return self._fallback_summary(request, summarizer, exc)
+
+    async def _summarize_async(self, request: SummaryRequest) -> Summary:
+        summarizer = self.strategy.summarizer
+        assert summarizer is not None
+        try:
+            result = await asyncio.wait_for(summarizer.asummarize(request), self.summarizer_timeout)
+            return self._checked(result, summarizer)
+        except Exception as exc:
+            return self._fallback_summary(request, summarizer, exc)
+
+    def _apply(self, state: _RunState, plan: FoldPlan, summary: Summary | None, run_metrics: RunMetrics | None) -> None:
+        """Rewrite the live list, shorten oversized kept outputs, account usage, record the event."""
+        messages = state.live
+        folded_ids: list[str] = []
+        if summary is not None:
+            messages[:] = plan.view(make_summary_message(summary.text))
+            folded_ids = [m.id for m in plan.folded]
+            self._account(summary, run_metrics)
+        shortened = self._shorten_kept(state, plan)
+        after = self._count(state, messages)
+        if summary is None and not shortened:
+            return
+        event = FoldEvent(
+            strategy=summary.strategy if summary is not None else "shorten",
+            folded_ids=folded_ids,
+            masked_ids=[],
+            shortened_ids=shortened,
+            summary=summary.text if summary is not None else None,
+            tokens_before=state.prompt_tokens,
+            tokens_after=after,
+        )
+        self._record(state, event, plan.folded if summary is not None else [])
+
+    def _shorten_kept(self, state: _RunState, plan: FoldPlan) -> list[str]:
+        """Shorten the largest kept tool outputs (in context only) until the prompt fits the budget."""
+        counter = self.counter_for(state.model)
+        total = self._count(state, state.live)
+        if total <= self.compress_at_tokens:
+            return []
+        shortened: list[str] = []
+        tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
+        for m in tools:
+            if total <= self.compress_at_tokens:
+                break
+            size = counter.count_message(m)
+            text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
+            allowed = max(200, size - (total - self.target_tokens))
+            if allowed >= size:
+                continue
+            chars = max(400, int(len(text) * allowed / max(size, 1)))
+            m.compressed_content = shorten_text(text, chars)
+            total = self._count(state, state.live)
+            shortened.append(m.id)
+        if total > self.compress_at_tokens:
+            log.warning(
+                "agno-compression: prompt still %d tokens after folding (budget %d): the kept messages alone exceed it",
+                total,
+                self.compress_at_tokens,
+            )
+        return shortened
+
+    def _account(self, summary: Summary, run_metrics: RunMetrics | None) -> None:
+        """Add a model-written summary's usage to the run, as compression-model usage."""
+        if summary.response is None or summary.model is None or run_metrics is None:
+            return
+        from agno.metrics import ModelType, accumulate_model_metrics
+
+        accumulate_model_metrics(summary.response, summary.model, ModelType.COMPRESSION_MODEL, run_metrics)
+
+    def _record(self, state: _RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
+        state.events.append(event)
+        self.events.append(event)
+        del self.events[:-1000]
+        key = "masks" if event.strategy == "mask" else "folds"
+        self.stats[key] = self.stats.get(key, 0) + 1
+        self.stats["messages_folded"] = self.stats.get("messages_folded", 0) + len(event.folded_ids)
+        self.stats["tokens_saved"] = self.stats.get("tokens_saved", 0) + max(
+            0, event.tokens_before - event.tokens_after
+        )
+        if event.summary is not None:
+            self.stats["summarizer_calls"] = self.stats.get("summarizer_calls", 0) + 1
+        log.info(
+            "agno-compression: %s folded %d, masked %d, shortened %d messages: %d -> %d tokens",
+            event.strategy,
+            len(event.folded_ids),
+            len(event.masked_ids),
+            len(event.shortened_ids),
+            event.tokens_before,
+            event.tokens_after,
+        )
+        if self.on_fold is not None:
+            try:
+                self.on_fold(event, folded)
+            except Exception as exc:
+                log.warning("agno-compression: on_fold callback failed: %s", exc)

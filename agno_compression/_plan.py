@@ -1,0 +1,231 @@
+"""The fold plan: which messages stay verbatim and which are folded into a summary.
+
+Everything here is pure: it reads a message list and returns a plan; nothing is
+mutated, nothing is counted, nothing is stored. The manager acts on the plan.
+
+Kept verbatim (DESIGN.md): system messages, the current user message (the newest
+``role="user"`` message that is not from history and not a summary of ours), the last
+tool batch of this run (the newest assistant message with ``tool_calls`` after the
+current user, with everything after it), and any tool call whose result has not
+arrived yet. Everything else is folded, including the previous summary, which the
+new summary absorbs. Pairs are never split: a kept call keeps all of its results
+and a kept result keeps its call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agno.models.message import Message
+
+SUMMARY_MARKER = "agno_compression_summary"
+"""Attribute set on the summary messages this package injects (never persisted by agno)."""
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+def is_summary(message: Message) -> bool:
+    """True for a summary message injected by agno-compression."""
+    return bool(getattr(message, SUMMARY_MARKER, False))
+
+
+def call_ids(message: Message) -> list[str]:
+    """The ids of the tool calls an assistant message makes, in order."""
+    if message.role != "assistant" or not message.tool_calls:
+        return []
+    ids = []
+    for call in message.tool_calls:
+        if isinstance(call, dict) and call.get("id"):
+            ids.append(str(call["id"]))
+    return ids
+
+
+def result_ids(message: Message) -> set[str]:
+    """The call ids a tool message answers (Gemini puts several results in one message)."""
+    if message.role != "tool":
+        return set()
+    ids = {str(message.tool_call_id)} if message.tool_call_id else set()
+    for call in message.tool_calls or []:
+        if isinstance(call, dict) and call.get("tool_call_id"):
+            ids.add(str(call["tool_call_id"]))
+    return ids
+
+
+def make_summary_message(text: str) -> Message:
+    """The ``role="user"`` message that carries a summary; agno does not store it with the run."""
+    message = Message(role="user", content=text, add_to_agent_memory=False)
+    setattr(message, SUMMARY_MARKER, True)
+    return message
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """What a fold does to one message list."""
+
+    system: tuple[Message, ...]
+    """System (and developer) messages, kept first and verbatim."""
+    previous_summary: Message | None
+    """The newest summary already in context; the new summary absorbs it."""
+    folded: tuple[Message, ...]
+    """Messages replaced by the summary, in their original order."""
+    kept: tuple[Message, ...]
+    """Messages kept verbatim after the summary, in their original order."""
+
+    @property
+    def has_work(self) -> bool:
+        """True when folding would remove at least one message."""
+        return bool(self.folded)
+
+    def view(self, summary: Message | None) -> list[Message]:
+        """The message list the model sees after the fold."""
+        head = [summary] if summary is not None else []
+        return [*self.system, *head, *self.kept]
+
+
+def _current_user_index(messages: Sequence[Message]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role == "user" and not m.from_history and not is_summary(m):
+            return i
+    return None
+
+
+def _last_batch_index(messages: Sequence[Message], start: int) -> int | None:
+    for i in range(len(messages) - 1, start - 1, -1):
+        if messages[i].role == "assistant" and call_ids(messages[i]):
+            return i
+    return None
+
+
+def _pair_closure(messages: Sequence[Message], kept: set[int]) -> set[int]:
+    """Grow ``kept`` until no kept call lacks a kept result and no kept result lacks its call."""
+    caller: dict[str, int] = {}
+    results: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        for cid in call_ids(m):
+            caller.setdefault(cid, i)
+        for cid in result_ids(m):
+            results.setdefault(cid, []).append(i)
+    pending = list(kept)
+    while pending:
+        i = pending.pop()
+        linked: list[int] = []
+        for cid in call_ids(messages[i]):
+            linked += results.get(cid, [])
+        for cid in result_ids(messages[i]):
+            if cid in caller:
+                linked.append(caller[cid])
+        for j in linked:
+            if j not in kept:
+                kept.add(j)
+                pending.append(j)
+    return kept
+
+
+def _pending_calls(messages: Sequence[Message]) -> set[int]:
+    """The newest assistant message with calls, if one of its calls has no result yet.
+
+    Only the newest caller can be waiting (human approval, external execution); an
+    unanswered call further back is broken history and is folded, not sent.
+    """
+    last = _last_batch_index(messages, 0)
+    if last is None:
+        return set()
+    answered: set[str] = set()
+    for m in messages[last + 1 :]:
+        answered |= result_ids(m)
+    return {last} if any(cid not in answered for cid in call_ids(messages[last])) else set()
+
+
+def _orphan_results(messages: Sequence[Message]) -> set[int]:
+    """Indices of tool messages none of whose call ids appear in any assistant message."""
+    made: set[str] = set()
+    for m in messages:
+        made.update(call_ids(m))
+    return {i for i, m in enumerate(messages) if m.role == "tool" and not (result_ids(m) & made)}
+
+
+def plan_fold(messages: Sequence[Message]) -> FoldPlan:
+    """Plan the fold of ``messages`` (see the module docstring for the rules)."""
+    system = [i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES]
+    summaries = [i for i, m in enumerate(messages) if is_summary(m)]
+    current = _current_user_index(messages)
+    kept: set[int] = set()
+    if current is not None:
+        kept.add(current)
+        batch = _last_batch_index(messages, current + 1)
+        if batch is not None:
+            kept.update(range(batch, len(messages)))
+    kept |= _pending_calls(messages)
+    kept -= set(summaries) | set(system)
+    # A tool result whose call is nowhere in the list can never be sent safely: fold it.
+    kept -= _orphan_results(messages)
+    kept = _pair_closure(messages, kept)
+    skip = kept | set(system) | set(summaries)
+    folded = [m for i, m in enumerate(messages) if i not in skip]
+    return FoldPlan(
+        system=tuple(messages[i] for i in system),
+        previous_summary=messages[summaries[-1]] if summaries else None,
+        folded=tuple(folded),
+        kept=tuple(messages[i] for i in sorted(kept)),
+    )
+
+
+@dataclass(frozen=True)
+class PairViolation:
+    """One message that breaks tool-call pairing."""
+
+    index: int
+    kind: str
+    """``"orphan_result"`` (a tool result before or without its call) or ``"missing_result"``."""
+    call_id: str
+
+
+def pair_violations(messages: Sequence[Message], *, allow_pending_last: bool = True) -> list[PairViolation]:
+    """Tool-pair problems in a message list as a model would receive it.
+
+    A tool result must follow the assistant message that made its call; every call must
+    have its result, except the calls of the last assistant message with calls when
+    ``allow_pending_last`` (a call still waiting for its result).
+    """
+    violations: list[PairViolation] = []
+    made: set[str] = set()
+    answered: set[str] = set()
+    last_caller = max((i for i, m in enumerate(messages) if call_ids(m)), default=None)
+    for i, m in enumerate(messages):
+        made.update(call_ids(m))
+        for cid in result_ids(m):
+            if cid not in made:
+                violations.append(PairViolation(i, "orphan_result", cid))
+            answered.add(cid)
+    for i, m in enumerate(messages):
+        if allow_pending_last and i == last_caller:
+            continue
+        for cid in call_ids(m):
+            if cid not in answered:
+                violations.append(PairViolation(i, "missing_result", cid))
+    return violations
+
+
+def tool_name_of(message: Message, calls: dict[str, Any] | None = None) -> str:
+    """The tool name of a tool result message, looked up in ``calls`` (id -> call) if not set."""
+    if message.tool_name:
+        return message.tool_name
+    for cid in result_ids(message):
+        call = (calls or {}).get(cid)
+        if isinstance(call, dict):
+            return str(call.get("function", {}).get("name") or "tool")
+    return "tool"
+
+
+def calls_by_id(messages: Iterable[Message]) -> dict[str, dict[str, Any]]:
+    """Every tool call made in ``messages``, by id."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        if m.role == "assistant":
+            for call in m.tool_calls or []:
+                if isinstance(call, dict) and call.get("id"):
+                    out[str(call["id"])] = call
+    return out

@@ -1,0 +1,525 @@
+"""Recorded agent runs as agno ``Message`` lists, for replays, evaluation and benchmarks.
+
+``load_trajectories`` reads one file or a directory and detects each file's format from its
+content. Supported formats:
+
+* **tau-bench** – a JSON list of ``{task_id, trial, traj}``; ``traj`` is OpenAI chat format.
+* **openhands** – an event ``history`` (JSONL of run records, a JSON list of records, or a JSON
+  list of events). Actions with ``tool_call_metadata`` become assistant tool calls (actions of one
+  model response form one assistant message), observations linked by ``cause`` become their
+  results. Old-style histories without ids pair an action with the observation right after it.
+* **swe-agent** – a ``.traj`` object; its ``history`` is used as is (falling back to
+  ``trajectory`` steps when there is no history).
+* **tapeagents** – a tape ``{metadata, steps}``: ``*_action`` steps become tool calls with ids
+  ``call_<step index>``, the observations after them their results, thoughts assistant text.
+* **openai-chat** – a JSON list of chat messages or an object with a ``messages`` list.
+
+Every message gets the id ``"<trajectory name>:<index>"`` and ``created_at=0``, so two loads of
+a file are equal. Content is always a ``str`` and never shortened. Tool calls and results are
+made into valid OpenAI pairs: each result directly follows the assistant message holding its
+call; a call without a result is kept only as text unless it is in the last assistant turn of
+the run (a final pending call); a result without a call is kept as a user message; call ids
+reused within a run (tau-bench and SWE-agent replays do) get a ``_2``, ``_3``... suffix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agno.models.message import Message
+
+from ._exceptions import ConfigError
+
+__all__ = ["Trajectory", "TrajectoryFormatError", "iter_shared_trajectories", "load_trajectories"]
+
+Raw = dict[str, Any]
+"""An OpenAI-shaped message dict: role, content, and tool_calls / tool_call_id / tool_name."""
+Run = tuple[str, list[Raw]]
+"""A run id (unique within its file) and its messages."""
+
+_SHARED_FOLDERS = ("tau-bench", "openhands", "swe-agent", "tapeagents")
+_SUFFIXES = {".json", ".jsonl", ".traj"}
+_SKIPPED_STEMS = {"license", "source", "config", "readme"}
+_ROLES = {"system", "developer", "user", "assistant", "tool"}
+# OpenHands events that are bookkeeping, not part of the conversation.
+_OH_SKIPPED_ACTIONS = {"recall", "change_agent_state"}
+_OH_SKIPPED_OBSERVATIONS = {"null", "agent_state_changed", "recall"}
+# Event fields that are not action arguments (old-style events flatten args into the event),
+# and arguments that are OpenHands bookkeeping rather than what the model passed.
+_OH_META = {"id", "timestamp", "source", "message", "action", "cause", "tool_call_metadata", "llm_metrics", "timeout"}
+_OH_NOT_ARGS = {"thought", "action_risk", "is_confirmed", "confirmation_state", "security_risk", "impl_source"}
+
+
+class TrajectoryFormatError(ConfigError):
+    """A trajectory file is malformed or in no known format; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One recorded agent run as agno messages.
+
+    Attributes:
+        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"`` or ``"openai-chat"``.
+        name: ``"<file stem>#<run id or index>"``, unique within its file.
+        messages: system (if any), user, assistant (``tool_calls`` in OpenAI shape) and tool
+            (``tool_call_id``, ``tool_name``) messages with ``str`` content.
+    """
+
+    source: str
+    name: str
+    messages: list[Message]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _text(value: Any) -> str:
+    """Message content as ``str``: text parts are joined, other non-strings JSON-encoded."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(p, dict) and p.get("type") == "text" for p in value):
+        return "\n".join(_text(p.get("text")) for p in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _call(call_id: Any, name: Any, arguments: Any) -> Raw:
+    """A tool call in OpenAI shape (arguments as a JSON string)."""
+    if not call_id or not name:
+        raise ValueError(f"tool call without id or name: {call_id!r} {name!r}")
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
+    return {"id": str(call_id), "type": "function", "function": {"name": str(name), "arguments": args}}
+
+
+def _msg(role: str, content: Any, **extra: Any) -> Raw:
+    """A raw message with ``str`` content."""
+    return {"role": role, "content": _text(content), **extra}
+
+
+def _tool_result(call_id: Any, content: Any, tool_name: Any = None) -> Raw:
+    """A raw tool-result message."""
+    return _msg("tool", content, tool_call_id=str(call_id), tool_name=tool_name)
+
+
+def _render_call(call: Raw) -> str:
+    """A tool call as text, for calls dropped because they never got a result."""
+    return f"{call['function']['name']}({call['function']['arguments']})"
+
+
+# --------------------------------------------------------------------------- openai chat (also tau-bench, swe-agent)
+
+
+def _from_openai(message: Any) -> Raw:
+    """One OpenAI-chat message dict as a raw message (SWE-agent's ``tool_call_ids`` accepted)."""
+    if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        raise ValueError(f"not a chat message (role must be one of {sorted(_ROLES)}): {str(message)[:200]}")
+    role = message["role"]
+    if role == "tool":
+        call_id = message.get("tool_call_id") or (message.get("tool_call_ids") or [None])[0]
+        if not call_id:
+            raise ValueError("tool message without tool_call_id")
+        return _tool_result(call_id, message.get("content"), message.get("tool_name") or message.get("name"))
+    raw = _msg(role, message.get("content"))
+    calls = message.get("tool_calls")
+    if role == "assistant" and calls:
+        raw["tool_calls"] = [_call(c.get("id"), c["function"]["name"], c["function"].get("arguments")) for c in calls]
+    return raw
+
+
+def _openai_runs(data: Any) -> list[Run]:
+    """A plain chat: a list of messages or ``{"messages": [...]}``."""
+    messages = data["messages"] if isinstance(data, dict) else data
+    return [("0", [_from_openai(m) for m in messages])]
+
+
+def _tau_bench_runs(data: Any) -> list[Run]:
+    """tau-bench results: one run per ``{task_id, trial, traj}`` record."""
+    runs = []
+    for index, record in enumerate(data):
+        run_id = f"{record['task_id']}-{record['trial']}" if "trial" in record else str(record.get("task_id", index))
+        runs.append((run_id, [_from_openai(m) for m in record["traj"]]))
+    return runs
+
+
+def _swe_agent_runs(data: Any) -> list[Run]:
+    """A SWE-agent ``.traj``: its ``history``, else its ``trajectory`` steps as assistant/user turns."""
+    if data.get("history"):
+        return [("0", [_from_openai(m) for m in data["history"]])]
+    messages: list[Raw] = []
+    for step in data["trajectory"]:
+        messages.append(_msg("assistant", step.get("response") or step.get("action")))
+        messages.append(_msg("user", step.get("observation")))
+    return [("0", messages)]
+
+
+# --------------------------------------------------------------------------- openhands
+
+
+def _oh_args(event: Raw) -> Raw:
+    """An OpenHands action's arguments (``args``, or the flattened fields of old-style events)."""
+    if isinstance(event.get("args"), dict):
+        return dict(event["args"])
+    return {k: v for k, v in event.items() if k not in _OH_META}
+
+
+def _oh_text(event: Raw) -> str:
+    """The text of an action that is not a tool call (message, finish, think...)."""
+    args = _oh_args(event)
+    for key in ("content", "thought", "final_thought"):
+        if isinstance(args.get(key), str) and args[key]:
+            return str(args[key])
+    return _text(event.get("message"))
+
+
+def _oh_response(event: Raw) -> Raw:
+    """The model response an action came from, or ``{}``."""
+    response = (event.get("tool_call_metadata") or {}).get("model_response")
+    return response if isinstance(response, dict) else {}
+
+
+def _oh_tool_call(event: Raw, call_id: str) -> tuple[Raw, str]:
+    """An action's tool call (arguments as the model wrote them when recorded) and its assistant text."""
+    metadata = event.get("tool_call_metadata") or {}
+    args = _oh_args(event)
+    name = metadata.get("function_name") or event["action"]
+    arguments: Any = {k: v for k, v in args.items() if k not in _OH_NOT_ARGS}
+    content: Any = args.get("thought", "")
+    for choice in _oh_response(event).get("choices") or []:
+        message = choice.get("message") or {}
+        if message.get("content") is not None:
+            content = message["content"]
+        for call in message.get("tool_calls") or []:
+            if call.get("id") == call_id:
+                arguments = call["function"]["arguments"]
+    return _call(call_id, name, arguments), _text(content)
+
+
+def _oh_links(events: list[Raw]) -> dict[int, int]:
+    """Observation index -> action index, by ``cause`` or, without ids, by adjacency."""
+    by_id = {e["id"]: i for i, e in enumerate(events) if "action" in e and "id" in e}
+    links: dict[int, int] = {}
+    for i, event in enumerate(events):
+        if "observation" not in event or event["observation"] in _OH_SKIPPED_OBSERVATIONS:
+            continue
+        if event.get("cause") is not None:
+            if event["cause"] in by_id:
+                links[i] = by_id[event["cause"]]
+        elif "id" not in event and i > 0 and "action" in events[i - 1] and "id" not in events[i - 1]:
+            links[i] = i - 1
+    return links
+
+
+def _oh_messages(events: list[Raw], instruction: Any = None) -> list[Raw]:
+    """An OpenHands event history as raw messages."""
+    links = _oh_links(events)
+    answered = set(links.values())
+    calls: dict[int, Raw] = {}  # action index -> its tool call
+    messages: list[Raw] = []
+    last_response: Any = None  # model response id of the last assistant tool-call message
+    for i, event in enumerate(events):
+        if not isinstance(event, dict):
+            raise ValueError(f"history event {i} is not an object")
+        if "observation" in event:
+            if i in links and links[i] in calls:
+                call = calls[links[i]]
+                messages.append(_tool_result(call["id"], event.get("content"), call["function"]["name"]))
+            elif event["observation"] not in _OH_SKIPPED_OBSERVATIONS and _text(event.get("content")):
+                messages.append(_msg("user", event.get("content")))
+            continue
+        kind = event.get("action")
+        if kind is None:
+            raise ValueError(f"history event {i} is neither an action nor an observation")
+        source = event.get("source")
+        if kind in _OH_SKIPPED_ACTIONS:
+            continue
+        if kind == "system":
+            messages.append(_msg("system", _oh_text(event)))
+        elif kind == "message" and (
+            source == "user" or (source is None and not any(m["role"] == "assistant" for m in messages))
+        ):
+            messages.append(_msg("user", _oh_text(event)))
+        elif event.get("tool_call_metadata") or (i in answered and source in (None, "agent")):
+            metadata = event.get("tool_call_metadata") or {}
+            call, content = _oh_tool_call(event, str(metadata.get("tool_call_id") or f"call_{event.get('id', i)}"))
+            calls[i] = call
+            response_id = _oh_response(event).get("id")
+            target = next((m for m in reversed(messages) if m["role"] != "tool"), None)
+            if response_id and response_id == last_response and target and target.get("tool_calls"):
+                target["tool_calls"].append(call)  # a parallel call of the same model response
+            else:
+                messages.append(_msg("assistant", content, tool_calls=[call]))
+            last_response = response_id
+            continue
+        elif source in (None, "agent"):
+            messages.append(_msg("assistant", _oh_text(event)))
+        last_response = None
+    if instruction and not any(m["role"] == "user" for m in messages):
+        start = 1 if messages and messages[0]["role"] == "system" else 0
+        messages.insert(start, _msg("user", instruction))
+    return messages
+
+
+def _openhands_runs(data: Any) -> list[Run]:
+    """OpenHands: a list of run records ``{instance_id, history}`` or a bare event list (one run)."""
+    if all(isinstance(r, dict) and "history" in r for r in data):
+        runs = []
+        for index, record in enumerate(data):
+            messages = _oh_messages(record["history"], record.get("instruction"))
+            runs.append((str(record.get("instance_id") or index), messages))
+        return runs
+    return [("0", _oh_messages(data))]
+
+
+# --------------------------------------------------------------------------- tapeagents
+
+
+def _step_fields(step: Raw) -> Raw:
+    """A tape step without its ``kind`` and ``metadata``."""
+    return {k: v for k, v in step.items() if k not in ("kind", "metadata")}
+
+
+def _step_text(step: Raw) -> str:
+    """A step as text: its only field when there is one, else its fields as JSON."""
+    fields = _step_fields(step)
+    if len(fields) == 1:
+        return _text(next(iter(fields.values())))
+    return _text(fields)
+
+
+def _serp_text(serp: list[Raw]) -> str:
+    """Search results as numbered ``title / url / snippet`` blocks."""
+    blocks = []
+    for number, hit in enumerate(serp, 1):
+        lines = [f"{number}. {_text(hit.get('title'))}", _text(hit.get("url")), _text(hit.get("snippet"))]
+        blocks.append("\n".join(line for line in lines if line))
+    return "\n\n".join(blocks)
+
+
+def _observation_text(step: Raw) -> str:
+    """The text a tape observation step gave the agent."""
+    if step["kind"] == "search_results_observation":
+        return _serp_text(step.get("serp") or []) or _text(step.get("error"))
+    if step["kind"] == "page_observation":
+        return _text(step.get("text")) or _text(step.get("error"))
+    return _step_text(step)
+
+
+def _tape_messages(steps: list[Raw]) -> list[Raw]:
+    """Tape steps as raw messages; actions of one prompt form one assistant message."""
+    messages: list[Raw] = []
+    pending: list[Raw] = []  # calls still waiting for their observation, in order
+    last_prompt: Any = None
+    for index, step in enumerate(steps):
+        kind = str(step["kind"])
+        prompt = (step.get("metadata") or {}).get("prompt_id")
+        if kind == "set_next_node":
+            continue
+        if kind in ("question", "task"):
+            text = _text(step.get("content")) if "content" in step else _step_text(step)
+            if step.get("filename"):
+                text += f"\n\nAttached file: {step['filename']}"
+            messages.append(_msg("user", text))
+        elif kind.endswith("_action"):
+            call = _call(f"call_{index}", kind.removesuffix("_action"), _step_fields(step))
+            if prompt and prompt == last_prompt and messages[-1].get("tool_calls"):
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append(_msg("assistant", "", tool_calls=[call]))
+            pending.append(call)
+            last_prompt = prompt
+            continue
+        elif kind.endswith("_thought"):
+            messages.append(_msg("assistant", _step_text(step)))
+        elif pending:
+            call = pending.pop(0)
+            messages.append(_tool_result(call["id"], _observation_text(step), call["function"]["name"]))
+        else:
+            messages.append(_msg("user", _observation_text(step)))
+        last_prompt = None
+    return messages
+
+
+def _tapeagents_runs(data: Any) -> list[Run]:
+    """A TapeAgents tape: one run."""
+    return [("0", _tape_messages(data["steps"]))]
+
+
+# --------------------------------------------------------------------------- detection and pairing
+
+_CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
+    "tau-bench": _tau_bench_runs,
+    "openhands": _openhands_runs,
+    "swe-agent": _swe_agent_runs,
+    "tapeagents": _tapeagents_runs,
+    "openai-chat": _openai_runs,
+}
+
+
+def _is_chat(items: Any) -> bool:
+    """Whether ``items`` is a non-empty list of role-bearing message dicts."""
+    return isinstance(items, list) and bool(items) and all(isinstance(m, dict) and "role" in m for m in items)
+
+
+def _detect(data: Any) -> str:
+    """The format of parsed file content; ``ValueError`` when it is none of the known ones."""
+    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
+        first = data[0]
+        if "traj" in first:
+            return "tau-bench"
+        if "history" in first or "action" in first or "observation" in first:
+            return "openhands"
+        if _is_chat(data):
+            return "openai-chat"
+    if isinstance(data, dict):
+        if isinstance(data.get("steps"), list) and all(isinstance(s, dict) and "kind" in s for s in data["steps"]):
+            return "tapeagents"
+        if _is_chat(data.get("history")) or isinstance(data.get("trajectory"), list):
+            return "swe-agent"
+        if isinstance(data.get("history"), list):
+            return "openhands"
+        if _is_chat(data.get("messages")):
+            return "openai-chat"
+    raise ValueError("unrecognised structure (not tau-bench, OpenHands, SWE-agent, TapeAgents or OpenAI chat)")
+
+
+def _unique_id(call_id: str, used: set[str]) -> str:
+    """``call_id``, or ``call_id_2``, ``call_id_3``... when already used in the run; marks it used."""
+    new, k = call_id, 2
+    while new in used:
+        new, k = f"{call_id}_{k}", k + 1
+    used.add(new)
+    return new
+
+
+def _pair_tool_calls(messages: list[Raw]) -> list[Raw]:
+    """Valid OpenAI pairs: results right after their call, unique call ids, unanswered calls dropped unless final.
+
+    Results are matched to the calls of the assistant message just before them. A result with no
+    such call becomes a user message; a call with no result is kept as text in its assistant
+    message (so nothing the agent wrote is lost) unless it ends the run. Call ids repeated within
+    a run (recorded replays reuse them) get a ``_2``, ``_3``... suffix, and results without a
+    ``tool_name`` get the name of their call.
+    """
+    out: list[Raw] = []
+    used: set[str] = set()
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        if message["role"] == "tool":
+            out.append(_msg("user", message["content"]))
+            continue
+        if not message.get("tool_calls"):
+            out.append(message)
+            continue
+        calls = [(c["id"], {**c, "id": _unique_id(c["id"], used)}) for c in message["tool_calls"]]
+        results: list[Raw] = []
+        strays: list[Raw] = []
+        while i < len(messages) and messages[i]["role"] == "tool":
+            result = messages[i]
+            i += 1
+            answered = {r["tool_call_id"] for r in results}
+            call = next((c for old, c in calls if old == result["tool_call_id"] and c["id"] not in answered), None)
+            if call is None:
+                strays.append(_msg("user", result["content"]))
+            else:
+                name = result.get("tool_name") or call["function"]["name"]
+                results.append({**result, "tool_call_id": call["id"], "tool_name": name})
+        final = i == len(messages) and not strays
+        answered = {r["tool_call_id"] for r in results}
+        kept = [c for _, c in calls if final or c["id"] in answered]
+        dropped = [_render_call(c) for _, c in calls if c not in kept]
+        content = "\n".join([message["content"], *dropped]) if message["content"] else "\n".join(dropped)
+        out.append({**message, "content": content, "tool_calls": kept or None})
+        out.extend(results + strays)
+    return out
+
+
+def _to_messages(name: str, raws: list[Raw]) -> list[Message]:
+    """Raw messages as agno messages with deterministic ids ``<name>:<index>``."""
+    messages = []
+    for index, raw in enumerate(raws):
+        fields = {k: v for k, v in raw.items() if v is not None}
+        messages.append(Message(id=f"{name}:{index}", created_at=0, **fields))
+    return messages
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _parse(path: Path) -> Any:
+    """The JSON content of a file; JSONL (``.jsonl``) as a list of records."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+def _load_file(path: Path) -> list[Trajectory]:
+    """All runs in one trajectory file."""
+    try:
+        data = _parse(path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrajectoryFormatError(f"{path}: cannot read as JSON: {exc}") from exc
+    source = "unknown"
+    try:
+        source = _detect(data)
+        trajectories: list[Trajectory] = []
+        seen: set[str] = set()
+        for index, (run_id, raws) in enumerate(_CONVERTERS[source](data)):
+            run = run_id if run_id not in seen else f"{run_id}-{index}"
+            seen.add(run)
+            if not raws:
+                raise ValueError(f"run {run!r} has no messages")
+            name = f"{path.stem}#{run}"
+            trajectories.append(Trajectory(source, name, _to_messages(name, _pair_tool_calls(raws))))
+    except TrajectoryFormatError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise TrajectoryFormatError(f"{path}: malformed {source} trajectory: {exc!r}") from exc
+    return trajectories
+
+
+def _trajectory_files(directory: Path) -> list[Path]:
+    """Trajectory files under ``directory`` (recursively, sorted), without licence/source/config files."""
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if p.is_file() and p.suffix in _SUFFIXES and p.stem.lower() not in _SKIPPED_STEMS
+    )
+
+
+def load_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:
+    """Load recorded runs from one file or, recursively, a directory.
+
+    The format of each file is detected from its content. In a directory only ``.json``,
+    ``.jsonl`` and ``.traj`` files are read (``LICENSE``, ``SOURCE.txt``, config files skipped).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        TrajectoryFormatError: a file is malformed or in no known format.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"no trajectory file or directory at {root}")
+    files = _trajectory_files(root) if root.is_dir() else [root]
+    return [t for f in files for t in _load_file(f)]
+
+
+def iter_shared_trajectories(root: str | os.PathLike[str]) -> Iterator[Trajectory]:
+    """All runs in the shared data folder (tau-bench, openhands, swe-agent, tapeagents), lazily.
+
+    Folders that are missing under ``root`` are skipped; ``root`` itself must exist.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise FileNotFoundError(f"no shared trajectory folder at {base}")
+    for folder in _SHARED_FOLDERS:
+        if (base / folder).is_dir():
+            yield from load_trajectories(base / folder)

@@ -1,0 +1,299 @@
+"""CompressionManager through real agno Agents and Teams, a scripted model and real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agno.agent import Agent
+from agno.db.base import SessionType
+from agno.db.sqlite import SqliteDb
+from agno.models.message import Message
+from agno.team import Team
+
+from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline, pair_violations
+from agno_compression._plan import call_ids, is_summary
+from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+
+BUDGET = 3_000
+STEPS = 14
+
+
+def make_tool_log() -> tuple[Any, list[str]]:
+    """A real tool with long output; it logs every output it returns."""
+    produced: list[str] = []
+
+    def read_chunk(index: int) -> str:
+        """Read one long chunk of a build log."""
+        text = "\n".join(
+            f"[{index:03d}:{line:04d}] compiling src/module_{index}/file_{line}.c ok" for line in range(60)
+        )
+        text += f"\nerror: ValueError in step {index}: exit code {index % 3}"
+        produced.append(text)
+        return text
+
+    return read_chunk, produced
+
+
+def long_loop_script(steps: int = STEPS) -> Any:
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if messages[0].role == "system" and "compress the earlier part" in str(messages[0].content):
+            return Reply(text="## User goal and constraints\nbuild it\n## Key facts\nmodule_1")
+        done = sum(1 for m in messages if m.role == "tool" and not m.from_history)
+        calls_so_far = info.call_index
+        if calls_so_far >= steps or (done >= steps and calls_so_far >= steps):
+            return Reply(text="All chunks read.")
+        return Reply(
+            text=f"Reading chunk {calls_so_far}.", tool_calls=[ToolCall("read_chunk", {"index": calls_so_far})]
+        )
+
+    return script
+
+
+def check_requests(model: ScriptedModel, budget: int, user_text: str) -> None:
+    """Every request under budget, no orphan, system + current user + last batch verbatim."""
+    assert model.requests, "the model was never called"
+    for n, request in enumerate(model.requests):
+        msgs = request.messages
+        assert request.prompt_tokens <= budget, f"call {n}: {request.prompt_tokens} > {budget}"
+        assert pair_violations(msgs) == [], f"call {n}: orphan tool message"
+        assert msgs[0].role == "system"
+        users = [m for m in msgs if m.role == "user" and not is_summary(m) and not m.from_history]
+        assert users and users[-1].content == user_text
+        callers = [i for i, m in enumerate(msgs) if call_ids(m)]
+        if callers:
+            last = msgs[callers[-1]]
+            results = [m for m in msgs[callers[-1] + 1 :] if m.role == "tool"]
+            assert {m.tool_call_id for m in results} == set(call_ids(last))
+
+
+def stored_messages(db: SqliteDb, session_id: str, session_type: SessionType = SessionType.AGENT) -> list[Message]:
+    session = db.get_session(session_id=session_id, session_type=session_type)
+    assert session is not None
+    return [m for run in session.runs or [] for m in run.messages or []]
+
+
+def make_agent(
+    tmp_path: Path, manager: CompressionManager, script: Any = None
+) -> tuple[Agent, ScriptedModel, list[str]]:
+    tool, produced = make_tool_log()
+    model = ScriptedModel(script=script or long_loop_script())
+    agent = Agent(
+        model=model,
+        tools=[tool],
+        db=SqliteDb(db_file=str(tmp_path / "agent.db")),
+        session_id="s1",
+        system_message="You read build logs.",
+        telemetry=False,
+    )
+    return manager.attach(agent), model, produced
+
+
+def run(agent: Agent, text: str, mode: str) -> Any:
+    if mode == "sync":
+        return agent.run(text)
+    if mode == "stream":
+        out = None
+        for event in agent.run(text, stream=True, yield_run_output=True):
+            out = event
+        return out
+    if mode == "async":
+        return asyncio.run(agent.arun(text))
+
+    async def consume() -> Any:
+        out = None
+        async for event in agent.arun(text, stream=True, yield_run_output=True):
+            out = event
+        return out
+
+    return asyncio.run(consume())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "stream", "async-stream"])
+@pytest.mark.parametrize("summarizer", ["extractive", "pipeline"])
+def test_long_loop_stays_under_budget_and_loses_nothing(tmp_path: Path, mode: str, summarizer: str) -> None:
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=summarizer)
+    agent, model, produced = make_agent(tmp_path, manager)
+    output = run(agent, "Read every chunk of the build log.", mode)
+    assert output.content.endswith("All chunks read.")
+    check_requests(model, BUDGET, "Read every chunk of the build log.")
+    folds = manager.stats.get("folds", 0)
+    assert 1 <= folds < len(model.requests) / 2, manager.stats
+    # Nothing lost: the stored run holds every tool output in full, in order, once.
+    stored = stored_messages(agent.db, "s1")  # type: ignore[arg-type]
+    assert [m.content for m in stored if m.role == "tool"] == produced
+    assert len(produced) == STEPS
+    assert not any(is_summary(m) for m in stored)
+    assistants = [m for m in stored if m.role == "assistant"]
+    assert len(assistants) == len(model.requests)
+
+
+def test_mask_alone_keeps_assistant_turns_and_masks_outputs(tmp_path: Path) -> None:
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer="mask")
+    agent, model, produced = make_agent(tmp_path, manager)
+    agent.run("Read every chunk of the build log.")
+    assert manager.stats.get("masks", 0) >= 1 and manager.stats.get("folds", 0) == 0
+    last = model.requests[-1].messages
+    masked = [m for m in last if m.role == "tool" and m.compressed_content]
+    assert masked and all(m.compressed_content.startswith("[output of read_chunk") for m in masked)
+    # the originals are untouched in storage
+    assert [m.content for m in stored_messages(agent.db, "s1") if m.role == "tool"] == produced  # type: ignore[arg-type]
+
+
+def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_path: Path) -> None:
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer="llm")
+    agent, model, _ = make_agent(tmp_path, manager)
+    output = agent.run("Read every chunk of the build log.")
+    assert isinstance(manager.strategy.summarizer, LLMSummarizer)
+    assert manager.strategy.summarizer.model is model
+    summaries = [m for r in model.requests for m in r.messages if is_summary(m)]
+    assert summaries and "## User goal and constraints" in str(summaries[-1].content)
+    details = output.metrics.details or {}
+    assert "compression_model" in details, details.keys()
+    compression_in = sum(m.input_tokens for m in details["compression_model"])
+    agent_in = sum(m.input_tokens for m in details["model"])
+    assert compression_in > 0 and agent_in > 0
+
+
+class BrokenSummarizer:
+    """A summarizer that fails the way real ones do."""
+
+    def __init__(self, how: str) -> None:
+        self.name = f"broken-{how}"
+        self.how = how
+        self.calls = 0
+
+    def summarize(self, request: Any) -> Any:
+        self.calls += 1
+        if self.how == "raise":
+            raise RuntimeError("provider exploded")
+        if self.how == "hang":
+            time.sleep(5)
+        if self.how == "garbage":
+            return 42
+        from agno_compression import Summary
+
+        return Summary(text="   ", strategy=self.name)
+
+    async def asummarize(self, request: Any) -> Any:
+        if self.how == "hang":
+            await asyncio.sleep(5)
+        return self.summarize(request)
+
+
+@pytest.mark.parametrize("how", ["raise", "empty", "garbage", "hang"])
+def test_failing_summarizer_falls_back_to_extractive(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = BrokenSummarizer(how)
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=broken, summarizer_timeout=0.3)
+    agent, model, _produced = make_agent(tmp_path, manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        output = agent.run("Read every chunk of the build log.")
+    assert output.content.endswith("All chunks read.")
+    check_requests(model, BUDGET, "Read every chunk of the build log.")
+    assert manager.stats["summarizer_failures"] == broken.calls >= 1  # one try per fold, no retry loop
+    assert any("falling back" in r.message or "using the extractive summary" in r.message for r in caplog.records)
+    assert all(e.strategy == f"{broken.name}->extractive" for e in manager.events if e.summary)
+
+
+def test_one_giant_tool_output_is_shortened_in_context_only(tmp_path: Path) -> None:
+    giant = "\n".join(f"row {i}: " + "x" * 80 for i in range(1500))
+
+    def dump_table() -> str:
+        """Dump the whole table."""
+        return giant
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("dump_table", {})])
+        return Reply(text="done")
+
+    model = ScriptedModel(script=script)
+    manager = CompressionManager(compress_at_tokens=BUDGET)
+    agent = manager.attach(
+        Agent(
+            model=model,
+            tools=[dump_table],
+            db=SqliteDb(db_file=str(tmp_path / "a.db")),
+            session_id="g",
+            telemetry=False,
+        )
+    )
+    agent.run("dump it")
+    assert model.requests[-1].prompt_tokens <= BUDGET
+    sent = next(m for m in model.requests[-1].messages if m.role == "tool")
+    assert sent.compressed_content and "row 0:" in sent.compressed_content and "row 1499:" in sent.compressed_content
+    stored = [m for m in stored_messages(agent.db, "g") if m.role == "tool"]  # type: ignore[arg-type]
+    assert stored[0].content == giant
+
+
+def test_team_leader_long_delegation_loop_folds(tmp_path: Path) -> None:
+    member_model = ScriptedModel(script=lambda m, i: "Report: " + ("all tests passed in module alpha. " * 60))
+    member = Agent(name="Tester", id="tester", model=member_model, telemetry=False)
+    rounds = 12
+
+    def leader(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < rounds:
+            return Reply(
+                text=f"Round {info.call_index}.",
+                tool_calls=[
+                    ToolCall("delegate_task_to_member", {"member_id": "tester", "task": f"run suite {info.call_index}"})
+                ],
+            )
+        return Reply(text="Everything delegated.")
+
+    leader_model = ScriptedModel(script=leader)
+    db = SqliteDb(db_file=str(tmp_path / "team.db"))
+    team = Team(name="Lead", model=leader_model, members=[member], db=db, session_id="t1", telemetry=False)
+    manager = CompressionManager(compress_at_tokens=BUDGET)
+    assert manager.attach(team) is team
+    assert member.compression_manager is manager
+    out = team.run("Run all suites.")
+    assert out.content.endswith("Everything delegated.")
+    assert len(leader_model.requests) == rounds + 1
+    check_requests(leader_model, BUDGET, "Run all suites.")
+    assert 1 <= manager.stats["folds"] < rounds / 2
+    stored = stored_messages(db, "t1", SessionType.TEAM)
+    leader_tools = [m for m in stored if m.role == "tool" and m.tool_name == "delegate_task_to_member"]
+    assert len(leader_tools) == rounds
+
+
+def test_history_from_earlier_runs_is_folded_on_the_first_call(tmp_path: Path) -> None:
+    manager = CompressionManager(compress_at_tokens=BUDGET)
+    agent, model, _ = make_agent(tmp_path, manager, script=lambda m, i: Reply(text="ok " * 400))
+    agent.add_history_to_context = True
+    agent.num_history_runs = 20
+    for n in range(8):
+        agent.run(f"question {n}")
+    for request in model.requests:
+        assert request.prompt_tokens <= BUDGET
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"compress_at_tokens": 10}, "compress_at_tokens"),
+        ({"target_ratio": 2.0}, "target_ratio"),
+        ({"summarizer": "magic"}, "magic"),
+        ({"max_summary_tokens": 1}, "max_summary_tokens"),
+        ({"summarizer_timeout": 0}, "summarizer_timeout"),
+    ],
+)
+def test_bad_config_names_the_problem(kwargs: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        CompressionManager(**kwargs)
+
+
+def test_attach_rejects_non_agents() -> None:
+    with pytest.raises(ConfigError, match="Agent or Team"):
+        CompressionManager().attach(object())
+
+
+def test_pipeline_object_and_custom_summarizer_are_accepted() -> None:
+    m = CompressionManager(summarizer=Pipeline(summarizer=None))
+    assert m.strategy.name == "mask"

@@ -1,0 +1,469 @@
+"""Tests of ``agno_compression._observations``: type-aware truncation, plain shortening, tiered policy."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agno_compression._exceptions import ConfigError
+from agno_compression._observations import TieredOutputPolicy, shorten_text, truncate_output
+
+# --------------------------------------------------------------------------- seed-shaped inputs
+
+_LAYER_KINDS = ("conv2d_3x3", "batchnorm2d", "gelu", "attn_proj")
+
+
+def layer_names(count: int = 500) -> list[str]:
+    """Layer names like ``layer_0001_batchnorm2d`` (about 23.5 characters each once quoted and separated)."""
+    return [f"layer_{i:04d}_{_LAYER_KINDS[i % 4]}" for i in range(count)]
+
+
+def activation_stats(count: int = 100) -> dict[str, dict[str, float | int]]:
+    """Per-layer activation statistics, about 105 characters per entry once printed."""
+    return {
+        f"model.layers.{i:02d}.mlp.act_fn": {
+            "mean_abs": round(((i * 37) % 100 - 50) / 1000, 4),
+            "std": round(0.5 + (i % 17) / 100, 4),
+            "min": round(-3 - (i % 7) / 10, 2),
+            "max": round(3 + (i % 5) / 10, 2),
+            "numel": 4096 * (1 + i % 4),
+        }
+        for i in range(count)
+    }
+
+
+def training_log(lines: int = 1000) -> str:
+    """A training log of ``lines`` lines, 67 or 68 characters each."""
+    rows = []
+    for i in range(lines):
+        stamp = f"2024-05-01 12:{(i // 60) % 60:02d}:{i % 60:02d}"
+        level = "INFO" if i % 9 == 0 else "DEBUG"
+        rows.append(f"{stamp} {level} trainer: step {i:04d} loss={2.5 / (1 + i / 100):.4f} lr=3.0e-04\n")
+    return "".join(rows)
+
+
+def printed_layer_list() -> str:
+    """What ``print(f"List of Layers:\\n{layers}")`` shows for 500 layers (the seed's scenario)."""
+    return "List of Layers:\n" + str(layer_names())
+
+
+def printed_stats() -> str:
+    """What ``print(f"Activation stats:\\n{stats}")`` shows for 100 layers."""
+    return "Activation stats:\n" + str(activation_stats())
+
+
+SMALL_OUTPUT = "Model loaded: 24 layers, 1.3B params, dtype=float16"
+
+# (name, input builder, seed input chars, seed output chars)
+SEED_TABLE = [
+    ("layer list (500 items)", printed_layer_list, 11_766, 2_099),
+    ("dict stats (100 items)", printed_stats, 10_463, 2_129),
+    ("long text (1000 lines)", training_log, 67_889, 2_102),
+    ("small output", lambda: SMALL_OUTPUT, 51, 51),
+]
+
+
+def within(actual: int, expected: int, tolerance: float) -> bool:
+    """True when ``actual`` is within ``tolerance`` (a fraction) of ``expected``."""
+    return abs(actual - expected) <= tolerance * expected
+
+
+# --------------------------------------------------------------------------- seed table
+
+
+@pytest.mark.parametrize(("name", "build", "seed_in", "seed_out"), SEED_TABLE, ids=[row[0] for row in SEED_TABLE])
+def test_seed_table_is_reproduced(name: str, build, seed_in: int, seed_out: int) -> None:
+    text = build()
+    assert within(len(text), seed_in, 0.01), f"{name}: input has {len(text)} chars"
+    out = truncate_output(text)
+    assert within(len(out), seed_out, 0.05), f"{name}: {len(text)} -> {len(out)}, seed says {seed_out}"
+
+
+def test_bare_layer_list_is_cut_by_items() -> None:
+    names = layer_names()
+    out = truncate_output(str(names))
+    assert out.startswith("[list with 500 items (11,750 chars); showing the first 10 and the last 2]\n")
+    assert "... 488 more items ..." in out
+    for name in names[:10] + names[-2:]:
+        assert repr(name) in out
+    for name in names[10:-2]:
+        assert repr(name) not in out
+    assert len(out) < 600
+
+
+def test_bare_stats_dict_is_cut_by_keys() -> None:
+    stats = activation_stats()
+    out = truncate_output(str(stats))
+    assert out.startswith("[dict with 100 keys (")
+    assert "showing the first 10]" in out
+    assert "... 90 more keys ..." in out
+    keys = list(stats)
+    first, eleventh = keys[0], keys[10]
+    assert f"{first!r}: {stats[first]!r}" in out
+    assert repr(eleventh) not in out
+    assert len(out) <= 2000
+
+
+def test_small_output_is_unchanged() -> None:
+    assert len(SMALL_OUTPUT) == 51
+    assert truncate_output(SMALL_OUTPUT) == SMALL_OUTPUT
+
+
+# --------------------------------------------------------------------------- edge cases
+
+
+def test_empty_input_gives_empty_output() -> None:
+    assert truncate_output("") == ""
+
+
+@pytest.mark.parametrize("max_chars", [100, 500, 2000])
+def test_exact_limit(max_chars: int) -> None:
+    at_limit = "x" * max_chars
+    assert truncate_output(at_limit, max_chars) == at_limit
+    over = "x" * (max_chars + 1)
+    out = truncate_output(over, max_chars)
+    assert out != over
+    assert f"{max_chars + 1:,} chars in 1 line" in out
+
+
+def test_list_literal_at_limit_is_unchanged() -> None:
+    items: list[int] = []
+    while len(str([*items, len(items)])) <= 2000:
+        items.append(len(items))
+    padded = str(items).ljust(2000)
+    assert len(items) > 10
+    assert truncate_output(padded) == padded
+    assert truncate_output(padded + " ").startswith(f"[list with {len(items)} items")
+
+
+def test_invalid_syntax_falls_back_to_text() -> None:
+    broken = "[" + ", ".join(repr(name) for name in layer_names()) + ", 'oops"
+    out = truncate_output(broken)
+    assert "[... output truncated:" in out
+    assert out.startswith(broken[:900])
+    assert out.endswith(broken[-900:])
+
+
+def test_json_scalar_is_treated_as_text() -> None:
+    text = json.dumps("a" * 5000)
+    out = truncate_output(text)
+    assert "[... output truncated: 5,002 chars in 1 line" in out
+
+
+def test_multiline_text_is_cut_at_whole_lines() -> None:
+    log = training_log()
+    lines = set(log.splitlines())
+    out = truncate_output(log)
+    out_lines = out.splitlines()
+    notices = [line for line in out_lines if line.startswith("[... output truncated")]
+    assert len(notices) == 1
+    assert "67,8" in notices[0]
+    assert "1,000 lines" in notices[0]
+    assert "omitted" in notices[0]
+    assert all(line in lines for line in out_lines if line not in notices)
+    assert out_lines[0] == log.splitlines()[0]
+    assert out_lines[-1] == log.splitlines()[-1]
+
+
+def test_text_with_one_giant_line_is_cut_at_characters() -> None:
+    text = "header\n" + "y" * 10_000 + "\nfooter\n"
+    out = truncate_output(text)
+    assert "showing the first 1,000 chars and the last 1,000 chars" in out
+    assert len(out) <= 2000 + 200
+
+
+def test_head_and_tail_chars_are_honoured() -> None:
+    log = training_log()
+    out = truncate_output(log, head_chars=300, tail_chars=100)
+    head, _, tail = out.partition("[... output truncated")
+    assert 150 <= len(head) <= 301
+    tail_text = tail.split("\n", 1)[1]
+    assert 50 <= len(tail_text) <= 100
+
+
+def test_one_of_head_and_tail_chars_takes_the_rest() -> None:
+    out = truncate_output("z" * 5000, 1000, head_chars=900)
+    assert out.startswith("z" * 900 + "\n[...")
+    assert out.endswith("\n" + "z" * 100)
+
+
+def test_nested_structures_stay_within_budget() -> None:
+    records = [
+        {"id": i, "text": "lorem ipsum " * 400, "tags": list(range(300)), "meta": {"a": {"b": {"c": [1, 2, 3] * 100}}}}
+        for i in range(40)
+    ]
+    text = json.dumps(records)
+    out = truncate_output(text)
+    assert len(out) <= 2000
+    assert out.startswith(f"[list with 40 items ({len(text):,} chars); showing the first 10 and the last 2; ")
+    assert "long values shortened" in out.splitlines()[0]
+    assert '"id": 0' in out and '"id": 39' in out and '"id": 10,' not in out
+    assert '"...(+4,782 chars)' in out
+    assert "more items ..." in out
+
+
+def test_dict_with_few_keys_and_huge_values() -> None:
+    text = json.dumps({"stdout": "line\n" * 3000, "stderr": "", "exit_code": 0})
+    out = truncate_output(text)
+    assert len(out) <= 2000
+    assert out.startswith("[dict with 3 keys (")
+    assert '"exit_code": 0' in out
+    assert '"stderr": ""' in out
+
+
+def test_deeply_nested_structure_is_summarised() -> None:
+    value: object = "leaf" * 600
+    for _ in range(30):
+        value = [value]
+    out = truncate_output(json.dumps(value))
+    assert len(out) <= 2000
+    assert "[... 1 item]" in out
+
+
+def test_python_literal_list_keeps_python_notation() -> None:
+    values = [None, True, ("a", 1), {"x": 1.5}, b"raw"] * 100
+    out = truncate_output(str(values))
+    assert out.startswith("[list with 500 items")
+    assert "None," in out and "True," in out and "('a', 1)," in out and "b'raw'" in out
+
+
+def test_python_tuple_and_set_literals() -> None:
+    out = truncate_output(str(tuple(range(1000))))
+    assert out.startswith("[tuple with 1,000 items")
+    assert out.splitlines()[1] == "("
+    out_set = truncate_output(str(set(range(1000))))
+    assert out_set.startswith("[set with 1,000 items")
+    assert out_set == truncate_output(str(set(range(1000))))
+
+
+def test_json_keeps_json_notation() -> None:
+    out = truncate_output(json.dumps([{"ok": True, "value": None}] * 300))
+    assert '{"ok": true, "value": null}' in out
+
+
+def test_csv_keeps_header_and_whole_rows() -> None:
+    header = "id,name,score,comment"
+    rows = [f"{i},user_{i},{i * 7 % 100},{'fine' if i % 2 else 'needs review'}" for i in range(2000)]
+    text = "\n".join([header, *rows]) + "\n"
+    out = truncate_output(text, 600)
+    lines = out.splitlines()
+    assert lines[0] == header
+    notice = next(line for line in lines if line.startswith("[..."))
+    assert "table truncated" in notice and "a header and 2,000 rows" in notice
+    body = [line for line in lines if line != notice]
+    assert all(line.count(",") == 3 for line in body)
+    assert body[-1] == rows[-1]
+
+
+def test_csv_with_a_huge_header_is_plain_text() -> None:
+    header = ",".join(f"column_{i}" for i in range(300))
+    text = header + "\n" + "\n".join(",".join("1" * 300) for _ in range(20))
+    out = truncate_output(text)
+    assert "output truncated" in out
+
+
+def test_unicode_counts_characters_and_keeps_clusters() -> None:
+    text = "👩‍💻 résumé e\u0301 🇫🇷 " * 400
+    out = truncate_output(text)
+    assert f"{len(text):,} chars" in out
+    out.encode("utf-8")
+    for index, char in enumerate(out):
+        if unicodedata.category(char).startswith("M"):
+            assert out[index - 1] == "e"
+        if char == "\u200d":
+            assert out[index - 1] == "👩" and out[index + 1] == "💻"
+
+
+def test_surrogate_pairs_are_never_split() -> None:
+    pair = "\ud83d\ude00"
+    for offset in range(4):
+        text = "a" * offset + (pair + "b") * 2000
+        for out in (truncate_output(text), shorten_text(text, 333)):
+            for index, char in enumerate(out):
+                if "\ud800" <= char <= "\udbff":
+                    assert out[index + 1] == "\ude00"
+                if "\udc00" <= char <= "\udfff":
+                    assert out[index - 1] == "\ud83d"
+
+
+def test_output_is_deterministic() -> None:
+    for text in (printed_layer_list(), str(set(layer_names())), training_log()):
+        assert truncate_output(text) == truncate_output(text)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"max_chars": 99}, "99"),
+        ({"max_chars": True}, "True"),
+        ({"max_chars": 2000.0}, "2000.0"),
+        ({"list_items": 0}, "list_items"),
+        ({"list_tail": -1}, "-1"),
+        ({"dict_items": 0}, "dict_items"),
+        ({"head_chars": 1500, "tail_chars": 1500}, "1500"),
+        ({"head_chars": -5}, "-5"),
+        ({"head_chars": 0, "tail_chars": 0}, "head_chars"),
+    ],
+)
+def test_invalid_arguments_raise_config_error(kwargs: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        truncate_output("text", **kwargs)  # type: ignore[arg-type]
+
+
+def test_non_string_output_raises_config_error() -> None:
+    with pytest.raises(ConfigError, match="NoneType"):
+        truncate_output(None)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- properties
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=300),
+    lambda children: st.lists(children, max_size=40) | st.dictionaries(st.text(max_size=30), children, max_size=30),
+    max_leaves=400,
+)
+
+log_text = st.lists(st.text(st.characters(exclude_characters="\n"), max_size=200), max_size=300).map("\n".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=6000) | log_text, max_chars=st.integers(100, 3000))
+def test_property_text_is_bounded_and_short_text_is_identical(text: str, max_chars: int) -> None:
+    out = truncate_output(text, max_chars)
+    assert len(out) <= max_chars * 1.2 + 200
+    if len(text) <= max_chars:
+        assert out == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=json_values, max_chars=st.integers(100, 3000), as_python=st.booleans())
+def test_property_structures_are_bounded(value: object, max_chars: int, as_python: bool) -> None:
+    text = repr(value) if as_python else json.dumps(value)
+    out = truncate_output(text, max_chars)
+    assert len(out) <= max_chars * 1.2 + 200
+    if len(text) <= max_chars:
+        assert out == text
+    elif isinstance(value, (list, dict)):
+        assert len(out) <= max_chars
+        assert out.startswith(f"[{type(value).__name__} with {len(value):,} ")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=3000), max_chars=st.integers(0, 2000))
+def test_property_shorten_text_is_bounded(text: str, max_chars: int) -> None:
+    out = shorten_text(text, max_chars)
+    if len(text) <= max_chars:
+        assert out == text
+    else:
+        assert len(out) <= max(max_chars, len(f"\n[... {len(text):,} of {len(text):,} chars omitted ...]\n"))
+        assert out == shorten_text(text, max_chars)
+
+
+# --------------------------------------------------------------------------- shorten_text
+
+
+def test_shorten_text_keeps_head_and_tail() -> None:
+    text = "".join(chr(ord("a") + i % 26) for i in range(10_000))
+    out = shorten_text(text, 1000)
+    assert len(out) <= 1000
+    head, notice, tail = out.split("\n")
+    assert text.startswith(head) and text.endswith(tail)
+    assert notice == f"[... {10_000 - len(head) - len(tail):,} of 10,000 chars omitted ...]"
+    assert abs(len(head) - len(tail)) <= 1
+
+
+def test_shorten_text_leaves_short_text_alone() -> None:
+    assert shorten_text("", 0) == ""
+    assert shorten_text("abc", 3) == "abc"
+
+
+def test_shorten_text_with_tiny_budget_is_only_the_notice() -> None:
+    assert shorten_text("x" * 500, 10) == "\n[... 500 of 500 chars omitted ...]\n"
+
+
+@pytest.mark.parametrize(("text", "max_chars"), [("abc", -1), ("abc", 1.5), (None, 10)])
+def test_shorten_text_rejects_bad_arguments(text: object, max_chars: object) -> None:
+    with pytest.raises(ConfigError):
+        shorten_text(text, max_chars)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- tiered policy
+
+
+def test_tiered_policy_passes_small_outputs() -> None:
+    policy = TieredOutputPolicy()
+    text = "x" * 1999
+    assert policy.apply(text) == text
+    assert policy.apply("") == ""
+
+
+def test_tiered_policy_adds_a_tip_to_medium_outputs() -> None:
+    policy = TieredOutputPolicy()
+    for size in (2000, 3999):
+        text = "x" * size
+        out = policy.apply(text, tool_name="bash")
+        assert out.startswith(text + "\n[tip: ")
+        assert out.count("\n") == 1
+        assert f"{size:,} chars" in out and "`bash`" in out
+
+
+def test_tiered_policy_truncates_large_outputs() -> None:
+    policy = TieredOutputPolicy()
+    log = training_log(200)
+    out = policy.apply(log, tool_name="run_shell")
+    assert len(out) < len(log)
+    lines = out.splitlines()
+    assert lines[0] == log.splitlines()[0]
+    stats = next(line for line in lines if line.startswith("[... the output of `run_shell` truncated"))
+    assert f"{len(log):,} chars, 200 lines" in stats
+    assert lines[-1].startswith("[hint: ") and "`run_shell`" in lines[-1]
+    assert lines[-2] == log.splitlines()[-1]
+    head = out.split("\n[... ")[0]
+    assert 1000 <= len(head) <= 2000
+
+
+def test_tiered_policy_boundary_at_tip_below() -> None:
+    policy = TieredOutputPolicy(pass_below=10, tip_below=200, head_chars=50, tail_chars=30)
+    assert "[tip:" in policy.apply("y" * 199)
+    out = policy.apply("y" * 200)
+    assert out.startswith("y" * 50 + "\n[... this output truncated: 200 chars, 1 line")
+    assert "rerun the command" in out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"pass_below": -1}, "-1"),
+        ({"pass_below": 5000}, "5000"),
+        ({"head_chars": 3000, "tail_chars": 1000}, "4000"),
+        ({"head_chars": 0, "tail_chars": 0}, "head_chars"),
+        ({"tip_below": "4000"}, "'4000'"),
+    ],
+)
+def test_tiered_policy_validates(kwargs: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        TieredOutputPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_tiered_policy_is_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        TieredOutputPolicy(2000)  # type: ignore[misc]
+
+
+def test_large_json_is_parsed_beyond_the_literal_limit() -> None:
+    text = json.dumps([f"item_{i}" for i in range(200_000)])
+    assert len(text) > 2_000_000
+    out = truncate_output(text)
+    assert out.startswith("[list with 200,000 items")
+    assert '"item_199999"' in out
