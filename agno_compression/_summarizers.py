@@ -210,8 +210,8 @@ def _merge_facts(previous: list[str], new: dict[str, list[str]]) -> dict[str, li
     for line in previous:
         kind, _, values = line.partition(": ")
         merged.setdefault(kind.strip(), []).extend(v for v in values.split(", ") if v)
-    for kind, values in new.items():
-        merged.setdefault(kind, []).extend(values)
+    for kind, found in new.items():
+        merged.setdefault(kind, []).extend(found)
     return {k: list(dict.fromkeys(v)) for k, v in merged.items()}
 
 
