@@ -189,12 +189,13 @@ def replay(
         manager.attach(agent)
     outputs = []
     for turn in turns:
-        outputs.append(_run_once(agent, turn.user, mode))
+        outputs.append(run_in_mode(agent, turn.user, mode))
         model.next_turn()  # type: ignore[attr-defined]
     return ReplayResult(requests=model.requests, session_id=session_id, runs=len(turns), run_outputs=outputs)
 
 
-def _run_once(agent: Any, text: str, mode: str) -> Any:
+def run_in_mode(agent: Any, text: str, mode: str) -> Any:
+    """Run ``agent`` (or a Team) on ``text`` in one of the four modes and return the final run output."""
     if mode == "sync":
         return agent.run(text)
     if mode == "stream":

@@ -83,3 +83,45 @@ def test_multi_swe_bench_runs_are_replayed(trajectories_dir: Path, tmp_path: Pat
     path = trajectories_dir / "openhands" / "evaluation__benchmarks__multi_swe_bench__examples__output.jsonl"
     names = {t.name for t in _long_runs(trajectories_dir, BUDGET)}
     assert any(path.stem in n for n in names)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "stream", "async-stream"])
+def test_team_leader_delegation_loop_over_real_outputs(trajectories_dir: Path, tmp_path: Path, mode: str) -> None:
+    """A Team leader delegates 40 times; its member answers with real recorded tool outputs."""
+    from agno.agent import Agent
+    from agno.team import Team
+
+    from agno_compression._replay import run_in_mode
+    from agno_compression._trajectories import load_trajectories
+    from agno_compression.testing import Reply, ScriptedModel, ToolCall
+
+    path = trajectories_dir / "openhands" / "evaluation__benchmarks__multi_swe_bench__examples__output.jsonl"
+    outputs = [str(m.content) for t in load_trajectories(path) for m in t.messages if m.role == "tool"]
+    answers = iter(outputs)
+    member = Agent(
+        name="Builder", id="builder", model=ScriptedModel(script=lambda m, i: next(answers)), telemetry=False
+    )
+    rounds = 40
+
+    def leader(messages: list, info: object) -> Reply:
+        n = info.call_index  # type: ignore[attr-defined]
+        if n < rounds:
+            return Reply(
+                text=f"Round {n}.",
+                tool_calls=[ToolCall("delegate_task_to_member", {"member_id": "builder", "task": f"step {n}"})],
+            )
+        return Reply(text="done")
+
+    leader_model = ScriptedModel(script=leader)
+    db = SqliteDb(db_file=str(tmp_path / "team.db"))
+    team = Team(name="Lead", model=leader_model, members=[member], db=db, session_id="team", telemetry=False)
+    manager = CompressionManager(compress_at_tokens=BUDGET)
+    manager.attach(team)
+    run_in_mode(team, "Fix the bug.", mode)
+    assert len(leader_model.requests) == rounds + 1
+    for request in leader_model.requests:
+        check_request(request, BUDGET, user_text="Fix the bug.", system=None)
+    assert 1 <= manager.stats["folds"] <= rounds // 5
+    session = db.get_session(session_id="team", session_type=SessionType.TEAM)
+    delegated = [m for r in session.runs for m in r.messages if m.role == "tool"]  # type: ignore[union-attr]
+    assert len(delegated) == rounds

@@ -17,6 +17,7 @@ from agno.team import Team
 
 from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline, pair_violations
 from agno_compression._plan import call_ids, is_summary
+from agno_compression._replay import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 BUDGET = 3_000
@@ -93,32 +94,12 @@ def make_agent(
     return manager.attach(agent), model, produced
 
 
-def run(agent: Agent, text: str, mode: str) -> Any:
-    if mode == "sync":
-        return agent.run(text)
-    if mode == "stream":
-        out = None
-        for event in agent.run(text, stream=True, yield_run_output=True):
-            out = event
-        return out
-    if mode == "async":
-        return asyncio.run(agent.arun(text))
-
-    async def consume() -> Any:
-        out = None
-        async for event in agent.arun(text, stream=True, yield_run_output=True):
-            out = event
-        return out
-
-    return asyncio.run(consume())
-
-
 @pytest.mark.parametrize("mode", ["sync", "async", "stream", "async-stream"])
 @pytest.mark.parametrize("summarizer", ["extractive", "pipeline"])
 def test_long_loop_stays_under_budget_and_loses_nothing(tmp_path: Path, mode: str, summarizer: str) -> None:
     manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=summarizer)
     agent, model, produced = make_agent(tmp_path, manager)
-    output = run(agent, "Read every chunk of the build log.", mode)
+    output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert output.content.endswith("All chunks read.")
     check_requests(model, BUDGET, "Read every chunk of the build log.")
     folds = manager.stats.get("folds", 0)
