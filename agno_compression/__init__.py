@@ -8,6 +8,7 @@ from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerEr
 from ._manager import CompressionManager, FoldEvent
 from ._observations import shorten_text, truncate_output
 from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
+from ._store import CompressionRecord, CompressionStore, SessionCompression, SQLAlchemyStore, full_messages
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -23,6 +24,8 @@ __version__ = "0.1.0"
 __all__ = [
     "CompressionError",
     "CompressionManager",
+    "CompressionRecord",
+    "CompressionStore",
     "ConfigError",
     "ExtractiveSummarizer",
     "FoldEvent",
@@ -30,6 +33,8 @@ __all__ = [
     "LLMSummarizer",
     "PairViolation",
     "Pipeline",
+    "SQLAlchemyStore",
+    "SessionCompression",
     "StoreError",
     "Summarizer",
     "SummarizerError",
@@ -39,6 +44,7 @@ __all__ = [
     "TokenCounter",
     "__version__",
     "count_tokens",
+    "full_messages",
     "pair_violations",
     "plan_fold",
     "shorten_text",

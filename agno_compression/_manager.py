@@ -28,7 +28,8 @@ from agno.models.message import Message
 
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import shorten_text
-from ._plan import FoldPlan, calls_by_id, is_summary, make_summary_message, plan_fold
+from ._plan import FoldPlan, calls_by_id, filter_folded, is_summary, make_summary_message, plan_fold
+from ._store import CompressionRecord, CompressionStore, store_for, usage_dict
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -70,6 +71,24 @@ class FoldEvent:
     """Prompt tokens after the fold."""
     created_at: float = field(default_factory=time.time)
     """Unix time of the fold."""
+    summarizer_model: str | None = None
+    """Id of the model that wrote the summary, if a model did."""
+    summarizer_usage: dict[str, Any] | None = None
+    """Token usage of the summarizer call, if a model wrote the summary."""
+    record_id: int | None = None
+    """Id of the stored compression record, once written."""
+
+
+@dataclass
+class _RunContext:
+    """Who a live list belongs to: enough to load and record the session's compression state."""
+
+    session_id: str
+    run_id: str | None
+    owner_type: str
+    owner_id: str | None
+    store: CompressionStore | None
+    history: bool
 
 
 @dataclass
@@ -83,6 +102,8 @@ class _RunState:
     model: Model | None = None
     prompt_tokens: int = 0
     events: list[FoldEvent] = field(default_factory=list)
+    prepared: bool = False
+    context: _RunContext | None = None
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""
@@ -112,6 +133,10 @@ class CompressionManager(AgnoCompressionManager):
     """Seconds a summarizer may take before the fold falls back to the extractive summary."""
     on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None = None
     """Called after each fold with the event and the folded original messages."""
+    store: CompressionStore | None = None
+    """Where fold records go; default: a table in the agent's (or team's) own SQL ``db``."""
+    persist: bool = True
+    """Record folds and filter folded history across runs (needs a store or a SQL ``db``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
@@ -137,6 +162,8 @@ class CompressionManager(AgnoCompressionManager):
         self._counters: dict[str, TokenCounter] = {}
         self._lock = threading.Lock()
         self.events: list[FoldEvent] = []
+        self._contexts: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+        self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -158,6 +185,10 @@ class CompressionManager(AgnoCompressionManager):
         if self.restore_run_messages not in hooks:
             hooks.append(self.restore_run_messages)
         target.post_hooks = hooks
+        pre = list(target.pre_hooks or [])
+        if self.register_run not in pre:
+            pre.append(self.register_run)
+        target.pre_hooks = pre
         if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
             self.strategy.summarizer.model = self.model or target.model
         if isinstance(target, Team) and include_members:
@@ -166,6 +197,80 @@ class CompressionManager(AgnoCompressionManager):
                 if isinstance(member, (Agent, Team)):
                     self.attach(member, include_members=True)
         return target
+
+    def register_run(self, run_context: Any = None, agent: Any = None, team: Any = None) -> None:
+        """Pre-hook: remember the run's context and owner; ``run_context.messages`` later is the live list."""
+        if run_context is None or not self.persist:
+            return
+        with self._lock:
+            self._contexts[id(run_context)] = (run_context, team if team is not None else agent)
+            while len(self._contexts) > _MAX_TRACKED_RUNS:
+                self._contexts.popitem(last=False)
+
+    def _context_for(self, messages: list[Message]) -> _RunContext | None:
+        """The registered run whose live list is ``messages`` (and forget it), as a ``_RunContext``."""
+        with self._lock:
+            found = None
+            for key, (ctx, owner) in list(self._contexts.items()):
+                if getattr(ctx, "messages", None) is messages:
+                    found = (ctx, owner)
+                    del self._contexts[key]
+                    break
+        if found is None:
+            return None
+        ctx, owner = found
+        session_id = getattr(ctx, "session_id", None)
+        if not session_id:
+            return None
+        from agno.team import Team
+
+        return _RunContext(
+            session_id=str(session_id),
+            run_id=getattr(ctx, "run_id", None),
+            owner_type="team" if isinstance(owner, Team) else "agent",
+            owner_id=getattr(owner, "id", None),
+            store=self._store_for(owner),
+            history=bool(getattr(owner, "add_history_to_context", False)),
+        )
+
+    def _store_for(self, owner: Any) -> CompressionStore | None:
+        if self.store is not None:
+            return self.store
+        db = getattr(owner, "db", None)
+        if db is None:
+            return None
+        with self._lock:
+            cached = self._stores.get(id(db))
+            if cached is not None and cached[0] is db:
+                return cached[1]
+        try:
+            store: CompressionStore | None = store_for(db)
+        except Exception as exc:
+            log.warning("agno-compression: compression records disabled for %s: %s", type(db).__name__, exc)
+            store = None
+        with self._lock:
+            self._stores[id(db)] = (db, store)
+        return store
+
+    def _prepare(self, state: _RunState, messages: list[Message]) -> None:
+        """First sight of a live list: apply the session's earlier folds (drop folded history, add the summary)."""
+        state.prepared = True
+        if not self.persist:
+            return
+        try:
+            state.context = self._context_for(messages)
+            ctx = state.context
+            if ctx is None or ctx.store is None:
+                return
+            loaded = ctx.store.load(ctx.session_id)
+            if not loaded.folds:
+                return
+            summary = loaded.summary if ctx.history else None
+            state.observe()  # dropped history copies stay in the ledger: agno still stores them with the run
+            filtered = filter_folded(messages, loaded.folded_ids, summary)
+            messages[:] = filtered
+        except Exception as exc:
+            log.warning("agno-compression: could not load the session's compression records: %s", exc)
 
     def restore_run_messages(self, run_output: Any, run_context: Any = None) -> None:
         """Post-hook: put every message folded during the run back into ``run_output.messages``.
@@ -228,6 +333,8 @@ class CompressionManager(AgnoCompressionManager):
     ) -> bool:
         try:
             state = self._state(messages)
+            if not state.prepared:
+                self._prepare(state, messages)
             state.tools, state.model = tools, model
             state.observe()
             state.prompt_tokens = self._count(state, messages)
@@ -378,6 +485,8 @@ class CompressionManager(AgnoCompressionManager):
             summary=summary.text if summary is not None else None,
             tokens_before=state.prompt_tokens,
             tokens_after=after,
+            summarizer_model=getattr(summary.model, "id", None) if summary is not None else None,
+            summarizer_usage=usage_dict(getattr(summary.response, "response_usage", None)) if summary else None,
         )
         self._record(state, event, plan.folded if summary is not None else [])
 
@@ -438,8 +547,38 @@ class CompressionManager(AgnoCompressionManager):
             event.tokens_before,
             event.tokens_after,
         )
+        if event.summary and event.folded_ids:
+            self._persist(state, event)
         if self.on_fold is not None:
             try:
                 self.on_fold(event, folded)
             except Exception as exc:
                 log.warning("agno-compression: on_fold callback failed: %s", exc)
+
+    def _persist(self, state: _RunState, event: FoldEvent) -> None:
+        """Write the fold (folded ids and summary in one row, one transaction); a failure only warns."""
+        ctx = state.context
+        if ctx is None or ctx.store is None:
+            return
+        row = CompressionRecord(
+            session_id=ctx.session_id,
+            folded_ids=list(event.folded_ids),
+            summary=event.summary,
+            strategy=event.strategy,
+            owner_type=ctx.owner_type,
+            owner_id=ctx.owner_id,
+            run_id=ctx.run_id,
+            tokens_before=event.tokens_before,
+            tokens_after=event.tokens_after,
+            summarizer_model=event.summarizer_model,
+            summarizer_usage=event.summarizer_usage,
+            created_at=event.created_at,
+        )
+        try:
+            event.record_id = ctx.store.record(row)
+            self.stats["records_written"] = self.stats.get("records_written", 0) + 1
+        except Exception as exc:
+            self.stats["record_failures"] = self.stats.get("record_failures", 0) + 1
+            log.warning(
+                "agno-compression: could not record the fold of session %r (the run goes on): %s", ctx.session_id, exc
+            )

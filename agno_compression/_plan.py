@@ -229,3 +229,41 @@ def calls_by_id(messages: Iterable[Message]) -> dict[str, dict[str, Any]]:
                 if isinstance(call, dict) and call.get("id"):
                     out[str(call["id"])] = call
     return out
+
+
+def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summary_text: str | None) -> list[Message]:
+    """The live list of a new run with the session's earlier folds applied.
+
+    Drops every ``from_history`` message whose id is in ``folded_ids``; a drop takes its
+    tool-call partners with it (a call and all of its results go, or stay, together), so
+    no orphan result and no call without results is left behind. Messages of the current
+    run are never dropped unless they are tool-paired to a dropped history message.
+    Summaries already in the list are removed; ``summary_text`` (if any) is inserted as
+    a summary message right after the leading system messages. Pure: returns a new list.
+    """
+    folded = set(folded_ids)
+    msgs = [m for m in messages if not is_summary(m)]
+    # Link messages that share a tool-call id into components (union-find on indices).
+    parent = list(range(len(msgs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[str, int] = {}
+    for i, m in enumerate(msgs):
+        for cid in [*call_ids(m), *result_ids(m)]:
+            if cid in first_with:
+                parent[find(i)] = find(first_with[cid])
+            else:
+                first_with[cid] = i
+    dropped_roots = {find(i) for i, m in enumerate(msgs) if m.from_history and m.id in folded}
+    kept = [m for i, m in enumerate(msgs) if find(i) not in dropped_roots]
+    if summary_text:
+        head = 0
+        while head < len(kept) and kept[head].role in SYSTEM_ROLES:
+            head += 1
+        kept.insert(head, make_summary_message(summary_text))
+    return kept

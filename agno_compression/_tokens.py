@@ -90,6 +90,8 @@ IMAGE_TOKENS = 765
 IMAGE_TOKENS_LOW = 85
 """An image at ``low`` detail."""
 AUDIO_TOKENS_PER_SECOND = 25
+_SEEN_LIMIT = 4096
+"""Message objects remembered by identity per counter (they and their contents stay alive until evicted)."""
 _TOOLS_HEADER = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
 _TOOLS_FOOTER = "} // namespace functions"
 
@@ -493,7 +495,8 @@ def _script(letter: str) -> str:
 
 def _word_terms(chunk: str) -> tuple[str, int, int]:
     """Class, chars and extra of a word chunk (an optional leading non-letter, then letters)."""
-    start = 0 if chunk[0].isalpha() else 1
+    first = chunk[0]
+    start = 1 if first == "_" or not first.isalnum() else 0
     script = _script(chunk[start])
     size = len(chunk) - start
     if script == "cjk":
@@ -616,6 +619,11 @@ def _media_tokens(message: Message) -> int:
     total = 0
     for image in message.images or []:
         total += IMAGE_TOKENS_LOW if getattr(image, "detail", None) == "low" else IMAGE_TOKENS
+    if isinstance(message.content, list):
+        for part in message.content:
+            if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
+                detail = part.get("image_url", {}).get("detail") if isinstance(part.get("image_url"), dict) else None
+                total += IMAGE_TOKENS_LOW if (detail or part.get("detail")) == "low" else IMAGE_TOKENS
     for audio in message.audio or []:
         total += int((getattr(audio, "duration", None) or 0) * AUDIO_TOKENS_PER_SECOND)
     for video in message.videos or []:
@@ -631,21 +639,34 @@ def _stable_hash(value: Any) -> int:
     return hash(json.dumps(value, sort_keys=True, default=str))
 
 
+def _call_key(call: Any) -> Hashable:
+    """Cache key of one tool call: its name and arguments (strings hash once, then Python caches it)."""
+    fn = call.get("function", call) if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        return hash(str(call))
+    arguments = fn.get("arguments")
+    return (fn.get("name"), arguments if arguments is None or isinstance(arguments, str) else _stable_hash(arguments))
+
+
 def _message_key(message: Message) -> Hashable:
-    """Cache key of a message: its id plus everything that changes what the provider sees."""
+    """Cache key of a message: its id plus everything that changes what the provider sees.
+
+    Strings enter as their hash, which Python computes once per string object, so the key of
+    a message already seen costs about a microsecond however long its content is.
+    """
+    content = message.content
+    role = message.role
     calls = message.tool_calls
-    calls_key = None
-    if calls:
-        calls_key = tuple(_stable_hash(c.get("function", c)) if isinstance(c, dict) else hash(str(c)) for c in calls)
-    compressed = message.compressed_content if message.role == "tool" else None
-    media = (len(message.images or ()), len(message.audio or ()), len(message.videos or ()))
+    media = None
+    if message.images or message.audio or message.videos:
+        media = (len(message.images or ()), len(message.audio or ()), len(message.videos or ()))
     return (
         message.id,
-        message.role,
+        role,
         message.name,
-        _stable_hash(message.content),
-        hash(compressed),
-        calls_key,
+        hash(content) if content is None or isinstance(content, str) else _stable_hash(content),
+        hash(message.compressed_content) if role == "tool" else None,
+        tuple(_call_key(c) for c in calls) if calls else None,
         media,
     )
 
@@ -751,6 +772,9 @@ class TokenCounter:
             self._backend = HFTokenizerBackend(tokenizer_file)
         self._cache: OrderedDict[Hashable, int] = OrderedDict()
         self._cache_size = cache_size
+        self._tool_memo: dict[int, tuple[Any, Hashable, dict[str, Any]]] = {}
+        self._seen: dict[int, tuple[Any, ...]] = {}
+        self._last_tools: tuple[tuple[Any, ...], int] | None = None
         self._lock = threading.RLock()
         self._warned = False
         self._alpha = calibration_alpha
@@ -797,6 +821,8 @@ class TokenCounter:
         with self._lock:
             self._backend = estimate
             self._cache.clear()
+            self._seen.clear()
+            self._last_tools = None
             if not self._warned:
                 self._warned = True
                 log.warning(
@@ -861,14 +887,84 @@ class TokenCounter:
     def _raw_message(self, message: Message) -> int:
         return self._cached(_message_key(message), lambda: self._measure_message(message))
 
+    def _raw_messages(self, messages: Iterable[Message]) -> int:
+        """Raw tokens of many messages, measuring only those not seen before.
+
+        Two cache levels: message objects already counted are recognised by identity (the same
+        object with the same content, compressed content, tool calls, role and name objects),
+        which costs a dict lookup; other messages go through the cache keyed by id and content
+        (``_message_key``), which also serves copies such as agno's history messages.
+        """
+        if not self._cache_size:
+            return sum(self._measure_message(m) for m in messages)
+        total = 0
+        unseen: list[Message] = []
+        seen = self._seen
+        for message in messages:
+            entry = seen.get(id(message))
+            if (
+                entry is not None
+                and entry[0] is message
+                and entry[1] is message.content
+                and entry[2] is message.compressed_content
+                and entry[3] is message.tool_calls
+                and entry[4] is message.images
+                and entry[5] == message.role
+                and entry[6] == message.name
+            ):
+                total += entry[7]
+            else:
+                unseen.append(message)
+        for message in unseen:
+            value = self._raw_message(message)
+            self._remember(message, value)
+            total += value
+        return total
+
+    def _remember(self, message: Message, value: int) -> None:
+        """Record ``message``'s raw count under its identity (see ``_raw_messages``)."""
+        with self._lock:
+            self._seen[id(message)] = (
+                message,
+                message.content,
+                message.compressed_content,
+                message.tool_calls,
+                message.images,
+                message.role,
+                message.name,
+                value,
+            )
+            while len(self._seen) > min(self._cache_size, _SEEN_LIMIT):
+                del self._seen[next(iter(self._seen))]
+
+    def _tool_key(self, tool: Any) -> tuple[Hashable, dict[str, Any]]:
+        """Cache key and schema of a tool definition, memoized by object identity.
+
+        Tool definitions are treated as immutable once counted: an agno ``Function`` or a schema
+        dict is rendered and hashed the first time this counter sees that object.
+        """
+        memo = self._tool_memo.get(id(tool))
+        if memo is not None and memo[0] is tool:
+            return memo[1], memo[2]
+        schema = _tool_schema(tool)
+        key = ("tool", _stable_hash(schema))
+        if len(self._tool_memo) >= 4096:
+            self._tool_memo.clear()
+        self._tool_memo[id(tool)] = (tool, key, schema)
+        return key, schema
+
     def _raw_tools(self, tools: Sequence[Any] | None) -> int:
+        """Raw tokens of tool definitions; the same tool objects as last time cost one comparison each."""
         if not tools:
             return 0
+        last = self._last_tools
+        if last is not None and _same_objects(last[0], tools):
+            return last[1]
         total = self._cached(("tools-envelope",), lambda: self._raw_text(_TOOLS_HEADER + _TOOLS_FOOTER))
         for tool in tools:
-            schema = _tool_schema(tool)
-            key = ("tool", _stable_hash(schema))
+            key, schema = self._tool_key(tool)
             total += self._cached(key, lambda schema=schema: self._raw_text(_render_function(schema)))
+        self._last_tools = (tuple(tools), total)
         return total
 
     def count_message(self, message: Message) -> int:
@@ -877,7 +973,7 @@ class TokenCounter:
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Tokens of a list of messages, plus the reply priming."""
-        return self._corrected(sum(self._raw_message(m) for m in messages) + PROMPT_OVERHEAD)
+        return self._corrected(self._raw_messages(messages) + PROMPT_OVERHEAD)
 
     def count_tools(self, tools: Sequence[Any] | None) -> int:
         """Tokens of tool definitions (agno ``Function`` objects or schema dicts)."""
@@ -887,7 +983,7 @@ class TokenCounter:
         self, messages: Iterable[Message], tools: Sequence[Any] | None = None, *, output_schema: Any = None
     ) -> int:
         """Tokens of a whole request: messages with their overheads, tool definitions, response format."""
-        raw = sum(self._raw_message(m) for m in messages) + PROMPT_OVERHEAD + self._raw_tools(tools)
+        raw = self._raw_messages(messages) + PROMPT_OVERHEAD + self._raw_tools(tools)
         schema = _schema_text(output_schema)
         if schema:
             raw += self._cached(("schema", hash(schema)), lambda: self._raw_text(schema))
@@ -924,6 +1020,11 @@ class TokenCounter:
         with self._lock:
             self._correction = 1.0
             self._calibrations = 0
+
+
+def _same_objects(first: Sequence[Any], second: Sequence[Any]) -> bool:
+    """Whether two sequences hold the very same objects in the same order."""
+    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
 
 
 def _check_counter_config(backend: Any, tokenizer_file: Any, cache_size: Any, calibration_alpha: Any) -> None:

@@ -1,0 +1,342 @@
+"""Compression records in SQL: one append-only row per fold, in the agent's own database.
+
+The table (default name ``agno_compression_events``) lives next to agno's own tables
+(same engine; on PostgreSQL the same schema as the ``PostgresDb``). One row per fold
+holds the folded message ids *and* the summary that covers them, so both are written
+in one statement and one transaction (invariant 4). Rows are never updated: the folded
+set of a session is the union of its rows, the live summary is the newest row's.
+Concurrent writers (several processes on one session) therefore lose nothing.
+
+Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    insert,
+    inspect,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from ._exceptions import ConfigError, StoreError
+
+log = logging.getLogger("agno_compression")
+
+TABLE_NAME = "agno_compression_events"
+SCHEMA_VERSION = 1
+_LOCK_RETRIES = 5
+
+
+@dataclass
+class CompressionRecord:
+    """One fold as stored: the row written to ``agno_compression_events``."""
+
+    session_id: str
+    folded_ids: list[str]
+    summary: str | None
+    strategy: str
+    owner_type: str = "agent"
+    """``"agent"`` or ``"team"``."""
+    owner_id: str | None = None
+    run_id: str | None = None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarizer_model: str | None = None
+    summarizer_usage: dict[str, Any] | None = None
+    created_at: float = field(default_factory=time.time)
+    schema_version: int = SCHEMA_VERSION
+    id: int | None = None
+    """Assigned by the database on insert."""
+
+
+@dataclass(frozen=True)
+class SessionCompression:
+    """A session's compression state, merged over all of its rows."""
+
+    folded_ids: frozenset[str]
+    """Union of every row's folded ids."""
+    summary: str | None
+    """The newest row's summary (``None`` before the first fold)."""
+    folds: int
+    """Number of rows."""
+    newest_id: int | None = None
+    """Id of the newest row."""
+
+
+@runtime_checkable
+class CompressionStore(Protocol):
+    """Where fold records go. ``SQLAlchemyStore`` is the implementation; tests may pass their own."""
+
+    def record(self, row: CompressionRecord) -> int:
+        """Append one fold; returns its id. Raises ``StoreError``."""
+        ...
+
+    def load(self, session_id: str) -> SessionCompression:
+        """The merged compression state of a session. Raises ``StoreError``."""
+        ...
+
+    def events(self, session_id: str) -> list[CompressionRecord]:
+        """Every fold of a session, oldest first. Raises ``StoreError``."""
+        ...
+
+
+def _table(metadata: MetaData, name: str) -> Table:
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("session_id", String(255), nullable=False),
+        Column("owner_type", String(16), nullable=False),
+        Column("owner_id", String(255), nullable=True),
+        Column("run_id", String(255), nullable=True),
+        Column("created_at", Float, nullable=False),
+        Column("strategy", String(128), nullable=False),
+        Column("summary", Text, nullable=True),
+        Column("folded_ids", JSON, nullable=False),
+        Column("tokens_before", Integer, nullable=False),
+        Column("tokens_after", Integer, nullable=False),
+        Column("summarizer_model", String(255), nullable=True),
+        Column("summarizer_usage", JSON, nullable=True),
+        Column("schema_version", Integer, nullable=False),
+        Index(f"ix_{name}_session_id", "session_id"),
+    )
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+
+
+class SQLAlchemyStore:
+    """``CompressionStore`` on any SQLAlchemy engine (SQLite and PostgreSQL are tested)."""
+
+    def __init__(self, engine: Engine, *, table_name: str = TABLE_NAME, schema: str | None = None) -> None:
+        if not table_name or not table_name.replace("_", "").isalnum():
+            raise ConfigError(f"table_name must be letters, digits and underscores, got {table_name!r}")
+        self.engine = engine
+        self.schema = schema if engine.dialect.name != "sqlite" else None
+        self.table = _table(MetaData(schema=self.schema), table_name)
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url: str, *, table_name: str = TABLE_NAME, schema: str | None = None) -> SQLAlchemyStore:
+        """A store on a new engine for ``url`` (``sqlite:///file.db``, ``postgresql+psycopg://...``)."""
+        try:
+            kwargs: dict[str, Any] = {"pool_pre_ping": True}
+            if url.startswith("sqlite"):
+                kwargs["connect_args"] = {"timeout": 30}
+            engine = create_engine(url, **kwargs)
+        except (SQLAlchemyError, ImportError, ValueError) as exc:
+            raise StoreError(f"cannot open compression store at {url!r}: {exc}") from exc
+        return cls(engine, table_name=table_name, schema=schema)
+
+    @classmethod
+    def for_agno_db(cls, db: Any, *, table_name: str = TABLE_NAME) -> SQLAlchemyStore:
+        """A store on the engine of an agno ``SqliteDb`` or ``PostgresDb`` (same schema as agno's tables)."""
+        engine = getattr(db, "db_engine", None)
+        if not isinstance(engine, Engine):
+            raise StoreError(
+                f"{type(db).__name__} has no synchronous SQLAlchemy engine (db_engine); "
+                "compression records need SqliteDb or PostgresDb"
+            )
+        return cls(engine, table_name=table_name, schema=getattr(db, "db_schema", None))
+
+    # --- schema --------------------------------------------------------------------------------------
+
+    def ensure_table(self) -> None:
+        """Create the table and its index if missing; idempotent and safe against concurrent creators."""
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            delay = 0.05
+            for attempt in range(_LOCK_RETRIES):
+                try:
+                    self._create()
+                    break
+                except SQLAlchemyError as exc:
+                    # Another process may have created it between our check and our CREATE.
+                    try:
+                        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+                            break
+                    except SQLAlchemyError:
+                        pass
+                    if attempt + 1 < _LOCK_RETRIES:  # a lock or a concurrent CREATE: bounded retry
+                        time.sleep(delay)
+                        delay *= 2
+                        continue
+                    raise StoreError(f"cannot create table {self.table.name!r}: {exc}") from exc
+            self._ready = True
+
+    def _create(self) -> None:
+        with self.engine.begin() as conn:
+            if self.schema is not None and conn.dialect.name == "postgresql":
+                from sqlalchemy.schema import CreateSchema
+
+                conn.execute(CreateSchema(self.schema, if_not_exists=True))
+            self.table.metadata.create_all(conn, checkfirst=True)
+
+    # --- writes and reads ----------------------------------------------------------------------------
+
+    def record(self, row: CompressionRecord) -> int:
+        """Append one fold in one transaction (folded ids and summary together); returns its id."""
+        if not row.session_id:
+            raise StoreError("a compression record needs a session_id")
+        self.ensure_table()
+        values = {
+            "session_id": row.session_id,
+            "owner_type": row.owner_type,
+            "owner_id": row.owner_id,
+            "run_id": row.run_id,
+            "created_at": row.created_at,
+            "strategy": row.strategy,
+            "summary": row.summary,
+            "folded_ids": list(row.folded_ids),
+            "tokens_before": int(row.tokens_before),
+            "tokens_after": int(row.tokens_after),
+            "summarizer_model": row.summarizer_model,
+            "summarizer_usage": row.summarizer_usage,
+            "schema_version": row.schema_version,
+        }
+        delay = 0.05
+        for attempt in range(_LOCK_RETRIES):
+            try:
+                with self.engine.begin() as conn:
+                    result = conn.execute(insert(self.table).values(**values))
+                    pk = result.inserted_primary_key
+                row.id = int(pk[0]) if pk is not None and pk[0] is not None else None
+                return row.id or 0
+            except SQLAlchemyError as exc:
+                if _is_lock_error(exc) and attempt + 1 < _LOCK_RETRIES:
+                    time.sleep(delay)
+                    delay *= 2
+                    continue
+                raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
+        raise StoreError("unreachable")  # pragma: no cover
+
+    def events(self, session_id: str) -> list[CompressionRecord]:
+        """Every fold of ``session_id``, oldest first."""
+        t = self.table
+        try:
+            if not self._table_exists():
+                return []
+            with self.engine.connect() as conn:
+                rows = conn.execute(select(t).where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
+        return [
+            CompressionRecord(
+                session_id=r["session_id"],
+                folded_ids=[str(i) for i in (r["folded_ids"] or [])],
+                summary=r["summary"],
+                strategy=r["strategy"],
+                owner_type=r["owner_type"],
+                owner_id=r["owner_id"],
+                run_id=r["run_id"],
+                tokens_before=r["tokens_before"],
+                tokens_after=r["tokens_after"],
+                summarizer_model=r["summarizer_model"],
+                summarizer_usage=r["summarizer_usage"],
+                created_at=r["created_at"],
+                schema_version=r["schema_version"],
+                id=r["id"],
+            )
+            for r in rows
+        ]
+
+    def load(self, session_id: str) -> SessionCompression:
+        """Folded set = union of the session's rows; summary = the newest row's."""
+        t = self.table
+        try:
+            if not self._table_exists():
+                return SessionCompression(frozenset(), None, 0)
+            query = select(t.c.id, t.c.folded_ids, t.c.summary).where(t.c.session_id == session_id).order_by(t.c.id)
+            with self.engine.connect() as conn:
+                rows = conn.execute(query).all()
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
+        folded: set[str] = set()
+        summary: str | None = None
+        for _id, ids, text in rows:
+            folded.update(str(i) for i in ids or [])
+            if text:
+                summary = text
+        return SessionCompression(frozenset(folded), summary, len(rows), rows[-1][0] if rows else None)
+
+    def _table_exists(self) -> bool:
+        if self._ready:
+            return True
+        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+            self._ready = True
+        return self._ready
+
+
+def store_for(db: Any) -> SQLAlchemyStore | None:
+    """The store for an agno db, or ``None`` when it has no synchronous SQL engine (in-memory, JSON, ...)."""
+    if db is None or not isinstance(getattr(db, "db_engine", None), Engine):
+        return None
+    return SQLAlchemyStore.for_agno_db(db)
+
+
+def usage_dict(metrics: Any) -> dict[str, Any] | None:
+    """A JSON-safe dict of a summarizer call's usage (``MessageMetrics`` or anything with ``to_dict``)."""
+    if metrics is None:
+        return None
+    try:
+        raw = metrics.to_dict() if hasattr(metrics, "to_dict") else dict(vars(metrics))
+    except Exception:
+        return None
+    return {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+
+def folded_union(rows: Sequence[CompressionRecord]) -> set[str]:
+    """The folded ids of ``rows``, merged."""
+    return {i for r in rows for i in r.folded_ids}
+
+
+def full_messages(db: Any, session_id: str) -> list[Any]:
+    """Every original message of a session, in order, as agno stored it (for training-data export).
+
+    Reads agno's own stored runs (agent, team or workflow session; a team session includes its
+    members' runs): history copies (``from_history=True``) are skipped, everything else is kept
+    with its full original content, whatever was folded, summarized, masked or shortened in context.
+    """
+    from agno.db.base import SessionType
+
+    session = None
+    try:
+        for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
+            session = db.get_session(session_id=session_id, session_type=kind)
+            if session is not None:
+                break
+    except Exception as exc:
+        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
+    if session is None:
+        return []
+    out: list[Any] = []
+    for run in getattr(session, "runs", None) or []:
+        for message in getattr(run, "messages", None) or []:
+            if not message.from_history:
+                out.append(message)
+    return out

@@ -1,0 +1,297 @@
+"""Compression records across runs and processes, through real agno Agents/Teams, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agno.agent import Agent
+from agno.db.base import SessionType
+from agno.db.sqlite import SqliteDb
+from agno.models.message import Message
+from agno.team import Team
+
+from agno_compression import CompressionManager, FoldEvent, SQLAlchemyStore, full_messages
+from agno_compression._plan import is_summary
+from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from tests._store_workers import record_folds
+from tests.checks import check_request
+from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+
+BUDGET = 3_000
+STEPS = 8
+SYSTEM = "You read build logs."
+
+
+@dataclass
+class Log:
+    """Everything the tools and the model produced, in order."""
+
+    produced: list[tuple[str, str]] = field(default_factory=list)
+    folds: list[tuple[int, FoldEvent]] = field(default_factory=list)
+    counter: int = 0
+
+
+def make_db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    if kind == "sqlite":
+        return SqliteDb(db_file=str(tmp_path / "agent.db"))
+    from agno.db.postgres import PostgresDb
+
+    target: PgTarget = request.getfixturevalue("pg_schema")
+    return PostgresDb(db_url=target.url, db_schema=target.schema)
+
+
+def current_user(messages: list[Message]) -> str:
+    users = [m for m in messages if m.role == "user" and not m.from_history and not is_summary(m)]
+    return str(users[-1].content) if users else ""
+
+
+def make_agent(db: Any, session_id: str, log: Log, manager: CompressionManager) -> tuple[Agent, ScriptedModel]:
+    calls: dict[str, int] = defaultdict(int)
+
+    def read_chunk(index: int) -> str:
+        """Read one long chunk of a build log."""
+        log.counter += 1
+        text = "\n".join(f"[{log.counter:03d}:{line:04d}] compiling src/m{index}/f{line}.c ok" for line in range(60))
+        text += f"\nerror: ValueError in step {log.counter}: exit code {index % 3} ✓ é"
+        log.produced.append(("tool", text))
+        return text
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        user = current_user(messages)
+        calls[user] += 1
+        n = calls[user]
+        if n > STEPS:
+            reply = Reply(text=f"Done with {user!r}: all chunks read.")
+        else:
+            reply = Reply(text=f"{user}: reading chunk {n}.", tool_calls=[ToolCall("read_chunk", {"index": n})])
+        log.produced.append(("assistant", reply.text or ""))
+        return reply
+
+    model = ScriptedModel(script=script)
+    agent = Agent(
+        model=model,
+        tools=[read_chunk],
+        db=db,
+        session_id=session_id,
+        system_message=SYSTEM,
+        add_history_to_context=True,
+        num_history_runs=100,
+        telemetry=False,
+    )
+    return manager.attach(agent), model
+
+
+def tracked_manager(log: Log, model_ref: list[ScriptedModel], **kw: Any) -> CompressionManager:
+    def on_fold(event: FoldEvent, folded: Any) -> None:
+        log.folds.append((len(model_ref[0].requests), event))
+
+    return CompressionManager(compress_at_tokens=BUDGET, on_fold=on_fold, **kw)
+
+
+def check_session(model: ScriptedModel, log: Log, events: list[Any], run_starts: list[int]) -> None:
+    """Invariants 4 and 5 over every request the model received."""
+    folds = [e for _, e in log.folds if e.summary]
+    assert len(events) == len(folds), "one record per fold"
+    assert [e.folded_ids for e in events] == [f.folded_ids for f in folds]
+    assert [e.summary for e in events] == [f.summary for f in folds]
+    for n, request in enumerate(model.requests):
+        before = [e for at, e in log.folds if at <= n and e.summary]
+        folded = {i for e in before for i in e.folded_ids}
+        sent = {m.id for m in request.messages}
+        assert not (sent & folded), f"request {n}: folded ids back in context"
+        sums = [m for m in request.messages if is_summary(m)]
+        if before:
+            assert [m.content for m in sums] == [before[-1].summary], f"request {n}: newest summary missing"
+        else:
+            assert sums == []
+    for start in run_starts[1:]:
+        assert [m for m in model.requests[start].messages if is_summary(m)], "a new run starts without the summary"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    db = make_db(kind, tmp_path, request)
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    manager = tracked_manager(log, ref)
+    agent, model = make_agent(db, "three-runs", log, manager)
+    ref.append(model)
+    run_starts, inputs = [], []
+    for k in range(3):
+        run_starts.append(len(model.requests))
+        text = f"Read build log {k}."
+        inputs.append(text)
+        out = agent.run(text)
+        assert out.content.endswith(f"Done with {text!r}: all chunks read.")
+        runs_folds = [e for at, e in log.folds if at >= run_starts[-1] and e.summary]
+        assert runs_folds, f"run {k} did not fold"
+    for n, req in enumerate(model.requests):
+        run = max(i for i, s in enumerate(run_starts) if s <= n)
+        check_request(req, BUDGET, user_text=inputs[run], system=SYSTEM)
+    events = SQLAlchemyStore.for_agno_db(db).events("three-runs")
+    check_session(model, log, events, run_starts)
+    assert all(e.owner_type == "agent" and e.owner_id == agent.id and e.run_id for e in events)
+    assert len({e.run_id for e in events}) == 3
+    # Nothing lost: every message, byte for byte, in order.
+    stored = full_messages(db, "three-runs")
+    expected: list[tuple[str, str]] = []
+    produced = iter(log.produced)
+    for text in inputs:
+        expected += [("system", SYSTEM), ("user", text)]
+        for role, content in produced:
+            expected.append((role, content))
+            if role == "assistant" and content.startswith("Done with"):
+                break
+    assert [(m.role, m.content) for m in stored] == expected
+    assert json.dumps([m.content for m in stored]) == json.dumps([c for _, c in expected])
+    assert not any(is_summary(m) or m.from_history for m in stored)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_eight_processes_record_at_once_and_lose_nothing(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    workers, folds = 8, 25
+    db = make_db(kind, tmp_path, request)
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    agent, model = make_agent(db, "shared", log, tracked_manager(log, ref))
+    ref.append(model)
+    agent.run("Read build log 0.")
+    before = db.get_session(session_id="shared", session_type=SessionType.AGENT).to_dict()
+    recorded_here = len(SQLAlchemyStore.for_agno_db(db).events("shared"))
+    if kind == "sqlite":
+        where, schema = str(tmp_path / "agent.db"), None
+    else:
+        where, schema = db.db_url, db.db_schema
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    procs = [
+        ctx.Process(target=record_folds, args=(kind, where, schema, "shared", w, folds, barrier))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=240)
+    done = [folds if p.exitcode == 0 else p.exitcode for p in procs]
+    assert done == [folds] * workers
+    store = SQLAlchemyStore.for_agno_db(db)
+    state = store.load("shared")
+    expected = {f"w{w}-f{i}-m{j}" for w in range(workers) for i in range(folds) for j in range(4)}
+    lost = expected - state.folded_ids
+    assert not lost, f"{len(lost)} folded ids lost"
+    assert state.folds == recorded_here + workers * folds
+    assert len(store.events("shared")) == state.folds
+    after = db.get_session(session_id="shared", session_type=SessionType.AGENT)
+    assert after is not None and after.to_dict() == before, "agno's session row changed"
+    # and the next run still loads: the folded history stays out, the newest summary comes in
+    start = len(model.requests)
+    agent.run("Read build log 1.")
+    first = model.requests[start].messages
+    assert not ({m.id for m in first} & state.folded_ids)
+    assert [m.content for m in first if is_summary(m)][:1] in ([state.summary], [log.folds[-1][1].summary])
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_team_session_records_filters_and_loses_nothing(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    db = make_db(kind, tmp_path, request)
+    member_model = ScriptedModel(script=lambda m, i: "Report: " + ("all tests passed in module alpha. " * 60))
+    member = Agent(name="Tester", id="tester", model=member_model, telemetry=False)
+    per_run: dict[str, int] = defaultdict(int)
+    produced: list[str] = []
+
+    def leader(messages: list[Message], info: ScriptInfo) -> Reply:
+        user = current_user(messages)
+        per_run[user] += 1
+        if per_run[user] <= 8:
+            args = {"member_id": "tester", "task": f"{user} suite {per_run[user]}"}
+            reply = Reply(text=f"Round {per_run[user]}.", tool_calls=[ToolCall("delegate_task_to_member", args)])
+        else:
+            reply = Reply(text=f"Everything delegated for {user}.")
+        produced.append(reply.text or "")
+        return reply
+
+    leader_model = ScriptedModel(script=leader)
+    log = Log()
+
+    def on_fold(event: FoldEvent, folded: Any) -> None:
+        log.folds.append((len(leader_model.requests), event))
+
+    team = Team(
+        name="Lead",
+        model=leader_model,
+        members=[member],
+        db=db,
+        session_id="team-s",
+        add_history_to_context=True,
+        num_history_runs=100,
+        telemetry=False,
+    )
+    manager = CompressionManager(compress_at_tokens=BUDGET, on_fold=on_fold)
+    manager.attach(team)
+    for k in range(2):
+        out = team.run(f"Run suites {k}.")
+        assert out.content.endswith(f"Everything delegated for Run suites {k}..")
+    events = SQLAlchemyStore.for_agno_db(db).events("team-s")
+    leader_folds = [(at, e) for at, e in log.folds if e.summary and e.folded_ids]
+    assert events and all(e.owner_type == "team" and e.owner_id == team.id for e in events)
+    assert len(events) == len(leader_folds)
+    for n, req in enumerate(leader_model.requests):
+        folded = {i for at, e in leader_folds if at <= n for i in e.folded_ids}
+        assert not ({m.id for m in req.messages} & folded), f"leader request {n}: folded ids back"
+    stored = full_messages(db, "team-s")
+    assert [m.content for m in stored if m.role == "assistant" and m.content in produced] == produced
+    delegations = [m for m in stored if m.role == "tool" and m.tool_name == "delegate_task_to_member"]
+    assert len(delegations) == 16
+    session = db.get_session(session_id="team-s", session_type=SessionType.TEAM)
+    assert session is not None
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    yield port
+
+
+def test_failing_store_leaves_the_run_completing_with_a_warning(
+    tmp_path: Path, closed_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{closed_port}/x?connect_timeout=2")
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    manager = tracked_manager(log, ref, store=broken)
+    agent, model = make_agent(SqliteDb(db_file=str(tmp_path / "a.db")), "broken", log, manager)
+    ref.append(model)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        out = agent.run("Read build log 0.")
+        agent.run("Read build log 1.")
+    assert out.content.endswith("all chunks read.")
+    assert manager.stats.get("folds", 0) >= 1 and manager.stats.get("record_failures", 0) >= 1
+    assert any("could not record the fold" in r.message for r in caplog.records)
+    assert any("could not load the session's compression records" in r.message for r in caplog.records)
+    tools = [m.content for m in full_messages(agent.db, "broken") if m.role == "tool"]
+    assert tools == [c for r, c in log.produced if r == "tool"]
+
+
+def test_agent_without_sql_db_still_folds(caplog: pytest.LogCaptureFixture) -> None:
+    from agno.db.in_memory import InMemoryDb
+
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    manager = tracked_manager(log, ref)
+    agent, model = make_agent(InMemoryDb(), "mem", log, manager)
+    ref.append(model)
+    agent.run("Read build log 0.")
+    assert manager.stats.get("folds", 0) >= 1 and "records_written" not in manager.stats

@@ -1,0 +1,165 @@
+"""SQLAlchemyStore on SQLite files and PostgreSQL; ``filter_folded`` as properties."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agno.models.message import Message
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, inspect, text
+
+from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pair_violations
+from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
+from agno_compression._store import TABLE_NAME
+from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+from tests.strategies import conversation
+
+
+def row(session: str, ids: list[str], summary: str | None = "s", **kw: Any) -> CompressionRecord:
+    return CompressionRecord(session_id=session, folded_ids=ids, summary=summary, strategy="extractive", **kw)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SQLAlchemyStore:
+    if request.param == "sqlite":
+        return SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'store.db'}")
+    target: PgTarget = request.getfixturevalue("pg_schema")
+    return SQLAlchemyStore.from_url(target.url, schema=target.schema)
+
+
+def test_union_of_rows_and_newest_summary(store: SQLAlchemyStore) -> None:
+    assert store.load("s").folds == 0 and store.events("s") == []  # no table yet: empty, no error
+    first = store.record(row("s", ["a", "b"], "first", run_id="r1", tokens_before=900, tokens_after=300))
+    second = store.record(
+        row("s", ["b", "c"], "second", run_id="r2", summarizer_model="m", summarizer_usage={"input_tokens": 5})
+    )
+    store.record(row("other", ["z"], "elsewhere"))
+    assert second > first
+    state = store.load("s")
+    assert state.folded_ids == {"a", "b", "c"}
+    assert state.summary == "second" and state.folds == 2 and state.newest_id == second
+    events = store.events("s")
+    assert [e.summary for e in events] == ["first", "second"]
+    assert events[0].tokens_before == 900 and events[0].run_id == "r1" and events[0].schema_version == 1
+    assert events[1].summarizer_usage == {"input_tokens": 5} and events[1].summarizer_model == "m"
+
+
+def test_table_creation_is_idempotent(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    for _ in range(3):
+        s = SQLAlchemyStore.from_url(url)
+        s.ensure_table()
+        s.ensure_table()
+    s.record(row("s", ["a"]))
+    assert inspect(create_engine(url)).has_table(TABLE_NAME)
+    assert SQLAlchemyStore.from_url(url).load("s").folded_ids == {"a"}
+
+
+def test_every_value_is_a_bound_parameter(store: SQLAlchemyStore) -> None:
+    nasty = "x'); DROP TABLE agno_compression_events; --"
+    store.record(row(nasty, [nasty, 'quote"d'], summary=nasty, run_id=nasty, owner_id=nasty))
+    state = store.load(nasty)
+    assert state.folded_ids == {nasty, 'quote"d'} and state.summary == nasty
+    assert store.load("x").folds == 0
+
+
+def test_bad_table_name_is_rejected(tmp_path: Path) -> None:
+    from agno_compression import ConfigError
+
+    with pytest.raises(ConfigError):
+        SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'x.db'}", table_name="evil; drop")
+
+
+def test_unreachable_database_raises_store_error() -> None:
+    store = SQLAlchemyStore.from_url("postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2")
+    with pytest.raises(StoreError) as info:
+        store.record(row("s", ["a"]))
+    assert info.value.__cause__ is not None
+    with pytest.raises(StoreError):
+        store.load("s")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_raises_store_error(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with pytest.raises(StoreError):
+            SQLAlchemyStore.from_url(f"sqlite:///{ro / 'x.db'}").record(row("s", ["a"]))
+    finally:
+        ro.chmod(stat.S_IRWXU)
+
+
+def test_for_agno_db_needs_a_sql_engine() -> None:
+    from agno.db.in_memory import InMemoryDb
+
+    with pytest.raises(StoreError, match="InMemoryDb"):
+        SQLAlchemyStore.for_agno_db(InMemoryDb())
+
+
+def test_for_agno_db_uses_the_postgres_schema(pg_schema: PgTarget) -> None:  # noqa: F811
+    from agno.db.postgres import PostgresDb
+
+    db = PostgresDb(db_url=pg_schema.url, db_schema=pg_schema.schema)
+    store = SQLAlchemyStore.for_agno_db(db)
+    store.record(row("s", ["a"]))
+    with store.engine.connect() as conn:
+        n = conn.execute(text(f'select count(*) from "{pg_schema.schema}".{TABLE_NAME}')).scalar()
+    assert n == 1
+
+
+# --- filter_folded: pure and pair-safe -------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversation(), st.data(), st.one_of(st.none(), st.text(min_size=1, max_size=20)))
+def test_filter_folded_properties(msgs: list[Message], data: st.DataObject, summary: str | None) -> None:
+    ids = [m.id for m in msgs]
+    folded = set(data.draw(st.lists(st.sampled_from(ids), unique=True) if ids else st.just([])))
+    before = [(m.id, m.content, m.role) for m in msgs]
+    out = filter_folded(msgs, folded, summary)
+    assert [(m.id, m.content, m.role) for m in msgs] == before, "input list mutated"
+    # no folded history message comes back
+    assert not any(m.from_history and m.id in folded for m in out)
+    # no new pairing problem: a clean list stays clean
+    if not pair_violations([m for m in msgs if not is_summary(m)]):
+        assert pair_violations(out) == []
+    # the result is the input, in order, minus dropped messages, plus at most one summary
+    rest = [m for m in out if not is_summary(m)]
+    positions = [next(i for i, x in enumerate(msgs) if x is m) for m in rest]
+    assert positions == sorted(positions)
+    # only history messages or tool-paired current messages are dropped; user/system never unless folded history
+    for m in msgs:
+        if not is_summary(m) and m not in rest:
+            assert m.from_history or m.role in ("assistant", "tool")
+            assert m.role not in SYSTEM_ROLES
+    sums = [i for i, m in enumerate(out) if is_summary(m)]
+    if summary:
+        assert len(sums) == 1 and out[sums[0]].content == summary
+        assert all(m.role in SYSTEM_ROLES for m in out[: sums[0]])
+        lead = next((i for i, m in enumerate(rest) if m.role not in SYSTEM_ROLES), len(rest))
+        assert sums[0] == lead, "summary not right after the leading system messages"
+    else:
+        assert sums == []
+
+
+def test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    sys_m = Message(role="system", content="sys")
+    old_user = Message(role="user", content="old", from_history=True)
+    asst = Message(role="assistant", tool_calls=[call], from_history=True)
+    res = Message(role="tool", tool_call_id="c1", content="files", from_history=True)
+    answer = Message(role="assistant", content="done", from_history=True)
+    user = Message(role="user", content="now")
+    out = filter_folded([sys_m, old_user, asst, res, answer, user], {res.id, old_user.id}, "S")
+    assert [m.content for m in out] == ["sys", "S", "done", "now"]
+    assert is_summary(out[1])
+    # a current-run message with a folded id is never dropped
+    same = Message(role="user", content="now", id=old_user.id)
+    assert filter_folded([same], {same.id}, None) == [same]
