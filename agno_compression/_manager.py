@@ -104,6 +104,8 @@ class _RunState:
     events: list[FoldEvent] = field(default_factory=list)
     prepared: bool = False
     context: _RunContext | None = None
+    sent_tokens: int = 0
+    calibrated_on: str | None = None
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""
@@ -337,7 +339,8 @@ class CompressionManager(AgnoCompressionManager):
                 self._prepare(state, messages)
             state.tools, state.model = tools, model
             state.observe()
-            state.prompt_tokens = self._count(state, messages)
+            self._calibrate(state, messages)
+            state.prompt_tokens = state.sent_tokens = self._count(state, messages)
             return state.prompt_tokens > self.compress_at_tokens
         except Exception as exc:
             log.warning("agno-compression: token count failed, not folding this call: %s", exc)
@@ -382,6 +385,15 @@ class CompressionManager(AgnoCompressionManager):
 
     # --- the steps of a fold (each small and overridable) --------------------------------------------
 
+    def _calibrate(self, state: _RunState, messages: Sequence[Message]) -> None:
+        """Correct an estimating counter with the prompt tokens the provider reported for the previous call."""
+        last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        reported = getattr(getattr(last, "metrics", None), "input_tokens", 0) if last is not None else 0
+        if last is None or not reported or not state.sent_tokens or last.id == state.calibrated_on:
+            return
+        state.calibrated_on = last.id
+        self.counter_for(state.model).calibrate(state.sent_tokens, reported)
+
     def _count(self, state: _RunState, messages: Sequence[Message]) -> int:
         return self.counter_for(state.model).count_prompt(messages, state.tools)
 
@@ -400,7 +412,7 @@ class CompressionManager(AgnoCompressionManager):
             if m.role == "tool" and m.compressed_content is None:
                 m.compressed_content = mask_placeholder(m, calls)
                 masked.append(m.id)
-        after = self._count(state, state.live)
+        after = state.sent_tokens = self._count(state, state.live)
         goal = self.target_tokens if self.strategy.summarizer is not None else self.compress_at_tokens
         if masked and (after <= goal or self.strategy.summarizer is None):
             self._record(state, FoldEvent("mask", [], masked, [], None, state.prompt_tokens, after), [])
@@ -474,7 +486,7 @@ class CompressionManager(AgnoCompressionManager):
             folded_ids = [m.id for m in plan.folded]
             self._account(summary, run_metrics)
         shortened = self._shorten_kept(state, plan)
-        after = self._count(state, messages)
+        after = state.sent_tokens = self._count(state, messages)
         if summary is None and not shortened:
             return
         event = FoldEvent(

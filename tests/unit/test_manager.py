@@ -278,3 +278,35 @@ def test_attach_rejects_non_agents() -> None:
 def test_pipeline_object_and_custom_summarizer_are_accepted() -> None:
     m = CompressionManager(summarizer=Pipeline(summarizer=None))
     assert m.strategy.name == "mask"
+
+
+def test_estimating_counter_is_calibrated_by_reported_usage(tmp_path: Path) -> None:
+    """Offline with no rank files: the estimate is corrected by each call's reported prompt tokens."""
+    from agno_compression import TokenCounter
+    from agno_compression._tokens import EstimateBackend
+
+    counter = TokenCounter("gpt-4o", backend=EstimateBackend())
+    manager = CompressionManager(compress_at_tokens=BUDGET, token_counter=counter)
+    agent, model, _ = make_agent(tmp_path, manager)
+    agent.run("Read every chunk of the build log.")
+    assert counter.correction != 1.0
+    # after calibration, the manager's count of what it sent tracks the provider's (exact o200k) figure
+    last = model.requests[-1]
+    ours = counter.count_prompt(last.messages, last.tools)
+    assert abs(ours - last.prompt_tokens) / last.prompt_tokens < 0.05
+    assert manager.stats.get("folds", 0) >= 1
+
+
+def test_manager_runs_with_no_rank_files_at_all(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from agno_compression import TokenCounter
+
+    empty = tmp_path / "no-ranks"
+    empty.mkdir()
+    counter = TokenCounter("gpt-4o", rank_files_dir=str(empty), allow_packaged=False)
+    manager = CompressionManager(compress_at_tokens=BUDGET, token_counter=counter)
+    agent, _model, _ = make_agent(tmp_path, manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        out = agent.run("Read every chunk of the build log.")
+    assert out.content.endswith("All chunks read.")
+    assert not counter.exact and manager.stats.get("folds", 0) >= 1
+    assert sum("estimate" in r.message for r in caplog.records) == 1
