@@ -65,20 +65,10 @@ def trajectory_messages(limit: int) -> list[Message]:
     path = TRAJECTORIES / "tau-bench" / "gpt-4o-airline.json"
     if not path.is_file():
         return []
-    messages: list[Message] = []
-    for run in json.loads(path.read_text(encoding="utf-8")):
-        for raw in run["traj"]:
-            messages.append(
-                Message(
-                    role=raw["role"],
-                    content=raw.get("content"),
-                    tool_calls=raw.get("tool_calls") or None,
-                    tool_call_id=raw.get("tool_call_id"),
-                )
-            )
-            if len(messages) >= limit:
-                return messages
-    return messages
+    from agno_compression._trajectories import load_trajectories
+
+    messages: list[Message] = [m for t in load_trajectories(path) for m in t.messages]
+    return messages[:limit]
 
 
 def synthetic_messages(limit: int) -> list[Message]:

@@ -491,21 +491,6 @@ def _conversation(text: str, count: int) -> list[Message]:
     return [Message(role="user" if i % 2 == 0 else "assistant", content=p) for i, p in enumerate(pieces)]
 
 
-def _tau_bench_messages(run: dict[str, Any]) -> list[Message]:
-    """An OpenAI-format tau-bench run as agno messages."""
-    messages = []
-    for raw in run["traj"]:
-        messages.append(
-            Message(
-                role=raw["role"],
-                content=raw.get("content"),
-                tool_calls=raw.get("tool_calls") or None,
-                tool_call_id=raw.get("tool_call_id"),
-            )
-        )
-    return messages
-
-
 class CountingBackend:
     """Wraps a backend and records every text it is asked to count."""
 
@@ -684,8 +669,9 @@ def test_calibration_in_an_agent_session_with_tools() -> None:
     path = TRAJECTORIES / "tau-bench" / "gpt-4o-airline.json"
     if not path.is_file():
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (a fresh clone has no ../shared)")
-    run = max(json.loads(path.read_text(encoding="utf-8")), key=lambda r: len(r["traj"]))
-    messages = _tau_bench_messages(run)
+    from agno_compression._trajectories import load_trajectories
+
+    messages = max((t.messages for t in load_trajectories(path)), key=len)
     estimate, exact = TokenCounter(backend=EstimateBackend()), _exact()
     calls = [end for end, m in enumerate(messages, 1) if m.role in ("user", "tool")]
     first = calls[len(calls) // 3]
