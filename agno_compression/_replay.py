@@ -19,7 +19,6 @@ from typing import Any
 from agno.models.message import Message
 from agno.tools.function import Function
 
-from ._plan import call_ids
 from .testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall
 
 END_OF_RECORDING = "(end of recording)"
@@ -213,8 +212,3 @@ def run_in_mode(agent: Any, text: str, mode: str) -> Any:
         return last
 
     return asyncio.run(consume())
-
-
-def has_tool_calls(messages: Sequence[Message]) -> bool:
-    """True when some assistant message makes a tool call."""
-    return any(call_ids(m) for m in messages)

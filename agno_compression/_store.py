@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import (
@@ -204,21 +204,9 @@ class SQLAlchemyStore:
         if not row.session_id:
             raise StoreError("a compression record needs a session_id")
         self.ensure_table()
-        values = {
-            "session_id": row.session_id,
-            "owner_type": row.owner_type,
-            "owner_id": row.owner_id,
-            "run_id": row.run_id,
-            "created_at": row.created_at,
-            "strategy": row.strategy,
-            "summary": row.summary,
-            "folded_ids": list(row.folded_ids),
-            "tokens_before": int(row.tokens_before),
-            "tokens_after": int(row.tokens_after),
-            "summarizer_model": row.summarizer_model,
-            "summarizer_usage": row.summarizer_usage,
-            "schema_version": row.schema_version,
-        }
+        # The table's columns are the record's fields; the database assigns ``id``.
+        values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord) if f.name != "id"}
+        values["folded_ids"] = list(row.folded_ids)
         delay = 0.05
         for attempt in range(_LOCK_RETRIES):
             try:
@@ -245,25 +233,11 @@ class SQLAlchemyStore:
                 rows = conn.execute(select(t).where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        return [
-            CompressionRecord(
-                session_id=r["session_id"],
-                folded_ids=[str(i) for i in (r["folded_ids"] or [])],
-                summary=r["summary"],
-                strategy=r["strategy"],
-                owner_type=r["owner_type"],
-                owner_id=r["owner_id"],
-                run_id=r["run_id"],
-                tokens_before=r["tokens_before"],
-                tokens_after=r["tokens_after"],
-                summarizer_model=r["summarizer_model"],
-                summarizer_usage=r["summarizer_usage"],
-                created_at=r["created_at"],
-                schema_version=r["schema_version"],
-                id=r["id"],
-            )
-            for r in rows
-        ]
+        names = [f.name for f in fields(CompressionRecord)]
+        records = [CompressionRecord(**{n: r[n] for n in names}) for r in rows]
+        for record in records:
+            record.folded_ids = [str(i) for i in record.folded_ids or []]
+        return records
 
     def load(self, session_id: str) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's."""

@@ -15,10 +15,11 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 from agno.team import Team
 
-from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline, pair_violations
-from agno_compression._plan import call_ids, is_summary
+from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline
+from agno_compression._plan import is_summary
 from agno_compression._replay import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from tests.checks import check_request
 
 BUDGET = 3_000
 STEPS = 14
@@ -44,12 +45,10 @@ def long_loop_script(steps: int = STEPS) -> Any:
     def script(messages: list[Message], info: ScriptInfo) -> Reply:
         if messages[0].role == "system" and "compress the earlier part" in str(messages[0].content):
             return Reply(text="## User goal and constraints\nbuild it\n## Key facts\nmodule_1")
-        done = sum(1 for m in messages if m.role == "tool" and not m.from_history)
-        calls_so_far = info.call_index
-        if calls_so_far >= steps or (done >= steps and calls_so_far >= steps):
+        if info.call_index >= steps:
             return Reply(text="All chunks read.")
         return Reply(
-            text=f"Reading chunk {calls_so_far}.", tool_calls=[ToolCall("read_chunk", {"index": calls_so_far})]
+            text=f"Reading chunk {info.call_index}.", tool_calls=[ToolCall("read_chunk", {"index": info.call_index})]
         )
 
     return script
@@ -58,18 +57,9 @@ def long_loop_script(steps: int = STEPS) -> Any:
 def check_requests(model: ScriptedModel, budget: int, user_text: str) -> None:
     """Every request under budget, no orphan, system + current user + last batch verbatim."""
     assert model.requests, "the model was never called"
-    for n, request in enumerate(model.requests):
-        msgs = request.messages
-        assert request.prompt_tokens <= budget, f"call {n}: {request.prompt_tokens} > {budget}"
-        assert pair_violations(msgs) == [], f"call {n}: orphan tool message"
-        assert msgs[0].role == "system"
-        users = [m for m in msgs if m.role == "user" and not is_summary(m) and not m.from_history]
-        assert users and users[-1].content == user_text
-        callers = [i for i, m in enumerate(msgs) if call_ids(m)]
-        if callers:
-            last = msgs[callers[-1]]
-            results = [m for m in msgs[callers[-1] + 1 :] if m.role == "tool"]
-            assert {m.tool_call_id for m in results} == set(call_ids(last))
+    for request in model.requests:
+        assert request.messages[0].role == "system"
+        check_request(request, budget, user_text=user_text, system=None)
 
 
 def stored_messages(db: SqliteDb, session_id: str, session_type: SessionType = SessionType.AGENT) -> list[Message]:
