@@ -8,7 +8,18 @@ from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerEr
 from ._manager import CompressionManager, FoldEvent
 from ._observations import shorten_text, truncate_output
 from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
-from ._store import CompressionRecord, CompressionStore, SessionCompression, SQLAlchemyStore, full_messages
+from ._store import (
+    CompressionRecord,
+    CompressionStore,
+    SessionCompression,
+    SessionStats,
+    SQLAlchemyStore,
+    compressed_view,
+    full_messages,
+    load_snapshot,
+    snapshot,
+    stats,
+)
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -35,6 +46,7 @@ __all__ = [
     "Pipeline",
     "SQLAlchemyStore",
     "SessionCompression",
+    "SessionStats",
     "StoreError",
     "Summarizer",
     "SummarizerError",
@@ -43,10 +55,14 @@ __all__ = [
     "TokenCountError",
     "TokenCounter",
     "__version__",
+    "compressed_view",
     "count_tokens",
     "full_messages",
+    "load_snapshot",
     "pair_violations",
     "plan_fold",
     "shorten_text",
+    "snapshot",
+    "stats",
     "truncate_output",
 ]

@@ -139,6 +139,8 @@ class CompressionManager(AgnoCompressionManager):
     """Where fold records go; default: a table in the agent's (or team's) own SQL ``db``."""
     persist: bool = True
     """Record folds and filter folded history across runs (needs a store or a SQL ``db``)."""
+    store_cooldown: float = 30.0
+    """Seconds a store that just failed is left alone, so a dead database costs one timeout, not one per fold."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
@@ -152,6 +154,8 @@ class CompressionManager(AgnoCompressionManager):
                 f"min_summary_tokens must be between 10 and max_summary_tokens ({self.max_summary_tokens}), "
                 f"got {self.min_summary_tokens!r}"
             )
+        if self.store_cooldown < 0:
+            raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
         if self.summarizer_timeout <= 0:
             raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
         self.strategy = resolve_strategy(self.summarizer, self.model)
@@ -166,6 +170,7 @@ class CompressionManager(AgnoCompressionManager):
         self.events: list[FoldEvent] = []
         self._contexts: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
+        self._store_down_until: dict[int, float] = {}
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -262,9 +267,14 @@ class CompressionManager(AgnoCompressionManager):
         try:
             state.context = self._context_for(messages)
             ctx = state.context
-            if ctx is None or ctx.store is None:
+            if ctx is None or not self._store_usable(ctx.store):
                 return
-            loaded = ctx.store.load(ctx.session_id)
+            assert ctx.store is not None
+            try:
+                loaded = ctx.store.load(ctx.session_id)
+            except Exception:
+                self._store_failed(ctx.store)
+                raise
             if not loaded.folds:
                 return
             summary = loaded.summary if ctx.history else None
@@ -274,11 +284,12 @@ class CompressionManager(AgnoCompressionManager):
         except Exception as exc:
             log.warning("agno-compression: could not load the session's compression records: %s", exc)
 
-    def restore_run_messages(self, run_output: Any, run_context: Any = None) -> None:
+    def restore_run_messages(self, run_output: Any, run_context: Any = None, session: Any = None) -> None:
         """Post-hook: put every message folded during the run back into ``run_output.messages``.
 
         agno builds the stored run from the live list, which a fold shortened; the ledger has
-        every message that list ever held, in order.
+        every message that list ever held, in order. The session's totals are mirrored into
+        ``session.session_data["agno_compression"]`` before agno saves the session.
         """
         try:
             state = self._pop_state(run_output, run_context)
@@ -290,6 +301,7 @@ class CompressionManager(AgnoCompressionManager):
             restored = [m for m in state.ledger if m.add_to_agent_memory]
             restored += [m for m in current if id(m) not in known and not is_summary(m)]
             run_output.messages = restored
+            self._bookkeep(state, session)
         except Exception as exc:  # never break a run
             log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
 
@@ -572,6 +584,9 @@ class CompressionManager(AgnoCompressionManager):
         ctx = state.context
         if ctx is None or ctx.store is None:
             return
+        if not self._store_usable(ctx.store):
+            self.stats["records_skipped"] = self.stats.get("records_skipped", 0) + 1
+            return
         row = CompressionRecord(
             session_id=ctx.session_id,
             folded_ids=list(event.folded_ids),
@@ -590,7 +605,37 @@ class CompressionManager(AgnoCompressionManager):
             event.record_id = ctx.store.record(row)
             self.stats["records_written"] = self.stats.get("records_written", 0) + 1
         except Exception as exc:
+            self._store_failed(ctx.store)
             self.stats["record_failures"] = self.stats.get("record_failures", 0) + 1
             log.warning(
                 "agno-compression: could not record the fold of session %r (the run goes on): %s", ctx.session_id, exc
             )
+
+    def _store_usable(self, store: CompressionStore | None) -> bool:
+        return store is not None and time.monotonic() >= self._store_down_until.get(id(store), 0.0)
+
+    def _store_failed(self, store: CompressionStore) -> None:
+        self._store_down_until[id(store)] = time.monotonic() + self.store_cooldown
+
+    def _bookkeep(self, state: _RunState, session: Any) -> None:
+        """Mirror the session's compression totals into ``session_data``, readable without our table."""
+        ctx = state.context
+        if ctx is None or session is None or not self._store_usable(ctx.store):
+            return
+        assert ctx.store is not None
+        try:
+            loaded = ctx.store.load(ctx.session_id)
+        except Exception as exc:
+            self._store_failed(ctx.store)
+            log.warning("agno-compression: could not read the session's compression records: %s", exc)
+            return
+        if not loaded.folds:
+            return
+        data = session.session_data if isinstance(session.session_data, dict) else {}
+        data["agno_compression"] = {
+            "folds": loaded.folds,
+            "folded_messages": len(loaded.folded_ids),
+            "tokens_saved": loaded.tokens_saved,
+            "newest_record_id": loaded.newest_id,
+        }
+        session.session_data = data

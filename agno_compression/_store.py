@@ -12,10 +12,10 @@ Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreErro
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,6 +80,8 @@ class SessionCompression:
     """Number of rows."""
     newest_id: int | None = None
     """Id of the newest row."""
+    tokens_saved: int = 0
+    """Sum over the rows of prompt tokens before minus after the fold."""
 
 
 @runtime_checkable
@@ -245,18 +247,25 @@ class SQLAlchemyStore:
         try:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
-            query = select(t.c.id, t.c.folded_ids, t.c.summary).where(t.c.session_id == session_id).order_by(t.c.id)
+            query = (
+                select(t.c.id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
+                .where(t.c.session_id == session_id)
+                .order_by(t.c.id)
+            )
             with self.engine.connect() as conn:
                 rows = conn.execute(query).all()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
         folded: set[str] = set()
         summary: str | None = None
-        for _id, ids, text in rows:
+        saved = 0
+        for _id, ids, text, before, after in rows:
             folded.update(str(i) for i in ids or [])
+            saved += max(0, int(before or 0) - int(after or 0))
             if text:
                 summary = text
-        return SessionCompression(frozenset(folded), summary, len(rows), rows[-1][0] if rows else None)
+        newest = rows[-1][0] if rows else None
+        return SessionCompression(frozenset(folded), summary, len(rows), newest, saved)
 
     def _table_exists(self) -> bool:
         if self._ready:
@@ -266,11 +275,28 @@ class SQLAlchemyStore:
         return self._ready
 
 
+# Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
+_SYNC_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite",
+    "postgresql+asyncpg": "postgresql+psycopg",
+    "postgresql+psycopg_async": "postgresql+psycopg",
+}
+
+
 def store_for(db: Any) -> SQLAlchemyStore | None:
-    """The store for an agno db, or ``None`` when it has no synchronous SQL engine (in-memory, JSON, ...)."""
-    if db is None or not isinstance(getattr(db, "db_engine", None), Engine):
+    """The store for an agno db, or ``None`` when it has no SQL engine (in-memory, JSON, ...).
+
+    ``SqliteDb`` and ``PostgresDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
+    get a synchronous engine on the same database (same file or server, same schema).
+    """
+    engine = getattr(db, "db_engine", None) if db is not None else None
+    if isinstance(engine, Engine):
+        return SQLAlchemyStore.for_agno_db(db)
+    url = getattr(engine, "url", None)
+    if url is None or url.drivername not in _SYNC_DRIVERS:
         return None
-    return SQLAlchemyStore.for_agno_db(db)
+    sync_url = url.set(drivername=_SYNC_DRIVERS[url.drivername]).render_as_string(hide_password=False)
+    return SQLAlchemyStore.from_url(sync_url, schema=getattr(db, "db_schema", None))
 
 
 def usage_dict(metrics: Any) -> dict[str, Any] | None:
@@ -284,9 +310,22 @@ def usage_dict(metrics: Any) -> dict[str, Any] | None:
     return {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 
-def folded_union(rows: Sequence[CompressionRecord]) -> set[str]:
-    """The folded ids of ``rows``, merged."""
-    return {i for r in rows for i in r.folded_ids}
+def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
+    """The agno session ``session_id`` (agent, team or workflow) and its type, or ``(None, None)``."""
+    from agno.db.base import SessionType
+
+    if not isinstance(getattr(db, "db_engine", None), Engine) and getattr(db, "db_engine", None) is not None:
+        raise ConfigError(
+            f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
+        )
+    try:
+        for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
+            session = db.get_session(session_id=session_id, session_type=kind)
+            if session is not None:
+                return session, kind
+    except Exception as exc:
+        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
+    return None, None
 
 
 def full_messages(db: Any, session_id: str) -> list[Any]:
@@ -296,21 +335,145 @@ def full_messages(db: Any, session_id: str) -> list[Any]:
     members' runs): history copies (``from_history=True``) are skipped, everything else is kept
     with its full original content, whatever was folded, summarized, masked or shortened in context.
     """
-    from agno.db.base import SessionType
-
-    session = None
-    try:
-        for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
-            session = db.get_session(session_id=session_id, session_type=kind)
-            if session is not None:
-                break
-    except Exception as exc:
-        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
+    session, _ = _agno_session(db, session_id)
     if session is None:
         return []
-    out: list[Any] = []
-    for run in getattr(session, "runs", None) or []:
-        for message in getattr(run, "messages", None) or []:
-            if not message.from_history:
-                out.append(message)
-    return out
+    return [m for run in session.runs or [] for m in run.messages or [] if not m.from_history]
+
+
+def compressed_view(db: Any, session_id: str) -> list[Any]:
+    """The session as the model sees it now: newest system prompt, newest summary, then what was not folded.
+
+    Reconstructed from agno's stored runs (top-level runs only, as agno loads history) and the
+    fold records; masked or shortened tool outputs carry their in-context text in ``compressed_content``.
+    """
+    from ._plan import SYSTEM_ROLES, filter_folded
+
+    session, _ = _agno_session(db, session_id)
+    if session is None:
+        return []
+    messages = [
+        m
+        for run in session.runs or []
+        if getattr(run, "parent_run_id", None) is None
+        for m in run.messages or []
+        if not m.from_history
+    ]
+    store = store_for(db)
+    loaded = store.load(session_id) if store is not None else SessionCompression(frozenset(), None, 0)
+    system = [m for m in messages if m.role in SYSTEM_ROLES][-1:]
+    rest = [m.model_copy(update={"from_history": True}) for m in messages if m.role not in SYSTEM_ROLES]
+    return filter_folded([*system, *rest], loaded.folded_ids, loaded.summary)
+
+
+# --- stats and snapshots ---------------------------------------------------------------------------
+
+
+def _as_store(db_or_store: Any) -> CompressionStore:
+    if isinstance(db_or_store, CompressionStore):
+        return db_or_store
+    store = store_for(db_or_store)
+    if store is None:
+        raise ConfigError(f"{type(db_or_store).__name__} has no SQL engine: compression records need a SQL database")
+    return store
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """What compression did to one session, from its records."""
+
+    session_id: str
+    folds: int
+    """Number of folds recorded."""
+    folded_messages: int
+    """Distinct messages folded away (union over the folds)."""
+    tokens_saved: int
+    """Sum of prompt tokens before minus after each fold."""
+    strategies: dict[str, int]
+    """Folds per strategy (e.g. ``extractive``, ``llm``, ``llm->extractive`` after a fallback)."""
+    summarizer_models: list[str]
+    """Models that wrote summaries, if any."""
+    first_fold_at: float | None
+    last_fold_at: float | None
+    newest_record_id: int | None
+
+
+def stats(db_or_store: Any, session_id: str) -> SessionStats:
+    """Compression statistics of ``session_id`` from an agno db (``SqliteDb``, ``PostgresDb``, ...) or a store."""
+    rows = _as_store(db_or_store).events(session_id)
+    strategies: dict[str, int] = {}
+    for r in rows:
+        strategies[r.strategy] = strategies.get(r.strategy, 0) + 1
+    return SessionStats(
+        session_id=session_id,
+        folds=len(rows),
+        folded_messages=len({i for r in rows for i in r.folded_ids}),
+        tokens_saved=sum(max(0, r.tokens_before - r.tokens_after) for r in rows),
+        strategies=strategies,
+        summarizer_models=sorted({r.summarizer_model for r in rows if r.summarizer_model}),
+        first_fold_at=rows[0].created_at if rows else None,
+        last_fold_at=rows[-1].created_at if rows else None,
+        newest_record_id=rows[-1].id if rows else None,
+    )
+
+
+SNAPSHOT_FORMAT = "agno-compression-snapshot"
+
+
+def snapshot(db: Any, session_id: str) -> dict[str, Any]:
+    """A JSON-safe copy of a session: agno's session (every run, every original message) and its fold records.
+
+    ``load_snapshot`` writes it into another database, so a session can move between databases.
+    """
+    session, kind = _agno_session(db, session_id)
+    if session is None:
+        raise StoreError(f"no session {session_id!r} in {type(db).__name__}")
+    records = []
+    for r in _as_store(db).events(session_id):
+        row = {f.name: getattr(r, f.name) for f in fields(CompressionRecord) if f.name != "id"}
+        records.append(row)
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "session_id": session_id,
+        "session_type": kind.value,
+        "session": session.to_dict(),
+        "records": records,
+    }
+
+
+def load_snapshot(db: Any, data: dict[str, Any]) -> int:
+    """Write a ``snapshot`` into ``db``: upsert agno's session, append the records it does not have yet.
+
+    Returns the number of records added; loading the same snapshot twice adds nothing the second time.
+    """
+    from agno.session import AgentSession, TeamSession
+
+    if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
+        raise ConfigError("not an agno-compression snapshot (missing format marker)")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ConfigError(f"snapshot schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+    session_cls = TeamSession if data.get("session_type") == "team" else AgentSession
+    session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
+    if session is None:
+        raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
+    try:
+        db.upsert_session(session)
+        # agno keeps runs in their own table where the adapter has one; elsewhere they live in the session row.
+        for index, run in enumerate(session.runs or []):
+            try:
+                db.upsert_run(run, session_id=session.session_id, user_id=session.user_id, run_index=index)
+            except NotImplementedError:
+                break
+    except Exception as exc:
+        raise StoreError(f"cannot write session {data.get('session_id')!r}: {exc}") from exc
+    store = _as_store(db)
+    have = {(r.created_at, r.strategy, tuple(r.folded_ids)) for r in store.events(data["session_id"])}
+    added = 0
+    for row in data.get("records", []):
+        record = CompressionRecord(**row)
+        if (record.created_at, record.strategy, tuple(record.folded_ids)) in have:
+            continue
+        store.record(record)
+        added += 1
+    return added

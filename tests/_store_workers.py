@@ -34,3 +34,46 @@ def record_folds(
             )
         )
     return folds
+
+
+def run_folding_agent(
+    kind: str, where: str, schema: str | None, session_id: str, worker: int, min_folds: int, barrier: Any
+) -> tuple[int, list[str], list[str]]:
+    """Run a real Agent on the shared session until it has folded ``min_folds`` times.
+
+    Returns the folds, the folded message ids and the tool outputs this process produced.
+    """
+    from agno.agent import Agent
+
+    from agno_compression import CompressionManager
+    from agno_compression.testing import Reply, ScriptedModel, ToolCall
+
+    if kind == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        db: Any = SqliteDb(db_file=where)
+    else:
+        from agno.db.postgres import PostgresDb
+
+        db = PostgresDb(db_url=where, db_schema=schema)
+    produced: list[str] = []
+    folded: list[str] = []
+
+    def read_chunk(index: int) -> str:
+        """Read one chunk of a build log."""
+        text = "\n".join(f"[w{worker}:{index:03d}:{line:03d}] compiling src/f{line}.c ok" for line in range(40))
+        produced.append(text)
+        return text
+
+    manager = CompressionManager(compress_at_tokens=1_500, on_fold=lambda e, _: folded.extend(e.folded_ids))
+
+    def script(messages: Any, info: Any) -> Reply:
+        if manager.stats.get("folds", 0) >= min_folds:
+            return Reply(text=f"worker {worker} done")
+        return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
+
+    agent = Agent(model=ScriptedModel(script=script), tools=[read_chunk], db=db, session_id=session_id, telemetry=False)
+    manager.attach(agent)
+    barrier.wait(timeout=60)
+    agent.run(f"worker {worker}: read the log")
+    return manager.stats.get("folds", 0), folded, produced

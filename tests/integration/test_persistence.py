@@ -18,7 +18,17 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 from agno.team import Team
 
-from agno_compression import CompressionManager, FoldEvent, SQLAlchemyStore, full_messages
+from agno_compression import (
+    CompressionManager,
+    FoldEvent,
+    SQLAlchemyStore,
+    compressed_view,
+    full_messages,
+    load_snapshot,
+    pair_violations,
+    snapshot,
+    stats,
+)
 from agno_compression._plan import is_summary
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 from tests._store_workers import record_folds
@@ -37,6 +47,9 @@ class Log:
     produced: list[tuple[str, str]] = field(default_factory=list)
     folds: list[tuple[int, FoldEvent]] = field(default_factory=list)
     counter: int = 0
+
+    def produced_tools(self) -> list[str]:
+        return [c for role, c in self.produced if role == "tool"]
 
 
 def make_db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
@@ -272,7 +285,7 @@ def test_failing_store_leaves_the_run_completing_with_a_warning(
 ) -> None:
     broken = SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{closed_port}/x?connect_timeout=2")
     log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref, store=broken)
+    manager = tracked_manager(log, ref, store=broken, store_cooldown=0)
     agent, model = make_agent(SqliteDb(db_file=str(tmp_path / "a.db")), "broken", log, manager)
     ref.append(model)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
@@ -295,3 +308,171 @@ def test_agent_without_sql_db_still_folds(caplog: pytest.LogCaptureFixture) -> N
     ref.append(model)
     agent.run("Read build log 0.")
     assert manager.stats.get("folds", 0) >= 1 and "records_written" not in manager.stats
+
+
+def _three_runs(db: Any, session_id: str) -> tuple[Agent, ScriptedModel, Log]:
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    agent, model = make_agent(db, session_id, log, tracked_manager(log, ref))
+    ref.append(model)
+    for k in range(3):
+        agent.run(f"Read build log {k}.")
+    return agent, model, log
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_session_data_mirrors_the_records_and_stats_agree(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    db = make_db(kind, tmp_path, request)
+    _three_runs(db, "books")
+    events = SQLAlchemyStore.for_agno_db(db).events("books")
+    session = db.get_session(session_id="books", session_type=SessionType.AGENT)
+    entry = session.session_data["agno_compression"]
+    folded = {i for e in events for i in e.folded_ids}
+    saved = sum(e.tokens_before - e.tokens_after for e in events)
+    assert entry == {
+        "folds": len(events),
+        "folded_messages": len(folded),
+        "tokens_saved": saved,
+        "newest_record_id": events[-1].id,
+    }
+    st = stats(db, "books")
+    assert (st.folds, st.folded_messages, st.tokens_saved, st.newest_record_id) == (
+        len(events),
+        len(folded),
+        saved,
+        events[-1].id,
+    )
+    assert st.strategies == {"extractive": len(events)} and st.summarizer_models == []
+    assert stats(db, "no-such-session").folds == 0
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgres"])
+def test_snapshot_moves_a_session_to_another_database(
+    target: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    source = SqliteDb(db_file=str(tmp_path / "source.db"))
+    _three_runs(source, "moving")
+    snap = json.loads(json.dumps(snapshot(source, "moving")))  # survives a trip through JSON
+    (tmp_path / "t").mkdir()
+    dest = make_db(target, tmp_path / "t", request)
+    assert load_snapshot(dest, snap) == len(snap["records"]) > 0
+    assert load_snapshot(dest, snap) == 0  # loading twice adds nothing
+    assert [m.to_dict() for m in full_messages(dest, "moving")] == [
+        m.to_dict() for m in full_messages(source, "moving")
+    ]
+    assert stats(dest, "moving").folded_messages == stats(source, "moving").folded_messages
+    # the moved session keeps working: a new run there does not see folded history, and sees the summary
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    agent, model = make_agent(dest, "moving", log, tracked_manager(log, ref))
+    ref.append(model)
+    agent.run("Read build log 3.")
+    folded = {i for r in snap["records"] for i in r["folded_ids"]}
+    first = model.requests[0].messages
+    assert not ({m.id for m in first} & folded)
+    assert [m.content for m in first if is_summary(m)] == [snap["records"][-1]["summary"]]
+
+
+def test_bad_snapshot_is_rejected(tmp_path: Path) -> None:
+    from agno_compression import ConfigError
+
+    with pytest.raises(ConfigError, match="not an agno-compression snapshot"):
+        load_snapshot(SqliteDb(db_file=str(tmp_path / "x.db")), {"records": []})
+
+
+def test_compressed_view_is_what_a_new_run_would_see(tmp_path: Path) -> None:
+    db = SqliteDb(db_file=str(tmp_path / "v.db"))
+    _three_runs(db, "view")
+    events = SQLAlchemyStore.for_agno_db(db).events("view")
+    view = compressed_view(db, "view")
+    folded = {i for e in events for i in e.folded_ids}
+    assert [m.role for m in view[:2]] == ["system", "user"] and is_summary(view[1])
+    assert view[1].content == events[-1].summary
+    assert not ({m.id for m in view} & folded)
+    assert pair_violations(view) == []
+    assert len(view) < len(full_messages(db, "view"))
+
+
+def test_a_dead_store_costs_one_attempt_per_cooldown(
+    tmp_path: Path, closed_port: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{closed_port}/x?connect_timeout=2")
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    manager = tracked_manager(log, ref, store=broken, store_cooldown=600)
+    agent, model = make_agent(SqliteDb(db_file=str(tmp_path / "a.db")), "dead", log, manager)
+    ref.append(model)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        for k in range(3):
+            assert agent.run(f"Read build log {k}.").content.endswith("all chunks read.")
+    attempts = [r for r in caplog.records if "could not" in r.message]
+    assert len(attempts) == 1, [r.message for r in attempts]
+    assert manager.stats["folds"] >= 3 and manager.stats["records_skipped"] >= 2
+
+
+def test_async_sqlite_db_records_and_filters(tmp_path: Path) -> None:
+    import asyncio
+
+    pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
+    from agno.db.sqlite import AsyncSqliteDb
+
+    db = AsyncSqliteDb(db_file=str(tmp_path / "async.db"))
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    manager = tracked_manager(log, ref)
+    agent, model = make_agent(db, "async-s", log, manager)
+    ref.append(model)
+    starts = []
+    for k in range(2):
+        starts.append(len(model.requests))
+        asyncio.run(agent.arun(f"Read build log {k}."))
+    events = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'async.db'}").events("async-s")
+    assert events and manager.stats["records_written"] == len(events)
+    check_session(model, log, events, starts)
+
+
+def test_reading_an_async_db_names_the_sync_class_to_use(tmp_path: Path) -> None:
+    pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
+    from agno.db.sqlite import AsyncSqliteDb
+
+    from agno_compression import ConfigError
+
+    with pytest.raises(ConfigError, match="SqliteDb or PostgresDb"):
+        full_messages(AsyncSqliteDb(db_file=str(tmp_path / "a.db")), "s")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_eight_agent_processes_fold_one_session_at_once(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """8 real Agents in 8 processes, one session, >= 25 folds each, all at once: nothing lost."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tests._store_workers import run_folding_agent
+
+    workers, folds = 8, 25
+    db = make_db(kind, tmp_path, request)
+    where, schema = (str(tmp_path / "agent.db"), None) if kind == "sqlite" else (db.db_url, db.db_schema)
+    # One run first, in this process: agno creates its own tables (its CREATE TABLE is not race-safe).
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    agent, model = make_agent(db, "crowd", log, tracked_manager(log, ref))
+    ref.append(model)
+    agent.run("Read build log 0.")
+    first = SQLAlchemyStore.for_agno_db(db).load("crowd")
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Manager().Barrier(workers)
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        futures = [
+            pool.submit(run_folding_agent, kind, where, schema, "crowd", w, folds, barrier) for w in range(workers)
+        ]
+        results = [f.result(timeout=600) for f in futures]
+    assert all(n >= folds for n, _, _ in results), [n for n, _, _ in results]
+    store = SQLAlchemyStore.for_agno_db(db)
+    state = store.load("crowd")
+    reported = {i for _, ids, _ in results for i in ids}
+    assert not (reported - state.folded_ids), f"{len(reported - state.folded_ids)} folded ids lost"
+    assert state.folds == first.folds + sum(n for n, _, _ in results)
+    stored_tools = [m.content for m in full_messages(db, "crowd") if m.role == "tool"]
+    for _, _, produced in results:
+        assert set(produced) <= set(stored_tools)
+    assert len(stored_tools) == len(log.produced_tools()) + sum(len(p) for _, _, p in results)
+    session = db.get_session(session_id="crowd", session_type=SessionType.AGENT)
+    assert session is not None and len(session.runs) == workers + 1
