@@ -409,13 +409,22 @@ def test_a_dead_store_costs_one_attempt_per_cooldown(
     assert manager.stats["folds"] >= 3 and manager.stats["records_skipped"] >= 2
 
 
-def test_async_sqlite_db_records_and_filters(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_async_agno_dbs_record_and_filter(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     import asyncio
 
-    pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
-    from agno.db.sqlite import AsyncSqliteDb
+    if kind == "sqlite":
+        pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
+        from agno.db.sqlite import AsyncSqliteDb
 
-    db = AsyncSqliteDb(db_file=str(tmp_path / "async.db"))
+        db: Any = AsyncSqliteDb(db_file=str(tmp_path / "async.db"))
+        reader = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'async.db'}")
+    else:
+        from agno.db.postgres import AsyncPostgresDb
+
+        target: PgTarget = request.getfixturevalue("pg_schema")
+        db = AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)
+        reader = SQLAlchemyStore.from_url(target.url, schema=target.schema)
     log, ref = Log(), []  # type: ignore[var-annotated]
     manager = tracked_manager(log, ref)
     agent, model = make_agent(db, "async-s", log, manager)
@@ -424,7 +433,7 @@ def test_async_sqlite_db_records_and_filters(tmp_path: Path) -> None:
     for k in range(2):
         starts.append(len(model.requests))
         asyncio.run(agent.arun(f"Read build log {k}."))
-    events = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'async.db'}").events("async-s")
+    events = reader.events("async-s")
     assert events and manager.stats["records_written"] == len(events)
     check_session(model, log, events, starts)
 
