@@ -6,6 +6,7 @@
 
 from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerError, TokenCountError
 from ._manager import CompressionManager, FoldEvent
+from ._metrics import USAGE_STYLES, StreamUsage, fix_stream_usage, stream_usage_style, usage_increment
 from ._observations import shorten_text, truncate_output
 from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
 from ._store import (
@@ -33,6 +34,7 @@ from ._tokens import TokenCounter, count_tokens
 __version__ = "0.1.0"
 
 __all__ = [
+    "USAGE_STYLES",
     "CompressionError",
     "CompressionManager",
     "CompressionRecord",
@@ -48,6 +50,7 @@ __all__ = [
     "SessionCompression",
     "SessionStats",
     "StoreError",
+    "StreamUsage",
     "Summarizer",
     "SummarizerError",
     "Summary",
@@ -57,6 +60,7 @@ __all__ = [
     "__version__",
     "compressed_view",
     "count_tokens",
+    "fix_stream_usage",
     "full_messages",
     "load_snapshot",
     "pair_violations",
@@ -64,5 +68,7 @@ __all__ = [
     "shorten_text",
     "snapshot",
     "stats",
+    "stream_usage_style",
     "truncate_output",
+    "usage_increment",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -49,26 +49,51 @@ def main_options(
     """agno-compression's command line."""
 
 
-def _load(paths: list[Path]) -> list[Trajectory]:
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(16) == SQLITE_HEADER
+
+
+def _from_db(spec: str) -> list[Trajectory]:
+    """Every session of an agno database as a recorded conversation (its full original messages)."""
+    from ._store import full_messages
+
+    db = open_db(spec)
+    name = Path(spec).stem if "://" not in spec else "db"
+    return [
+        Trajectory(source="agno-db", name=f"{name}#{s.session_id}", messages=full_messages(db, s.session_id))
+        for s in _sessions(db)
+    ]
+
+
+def _load(paths: list[str]) -> list[Trajectory]:
     runs: list[Trajectory] = []
-    for path in paths:
+    for spec in paths:
+        if "://" in spec:
+            runs += _from_db(spec)
+            continue
+        path = Path(spec)
         if not path.exists():
             raise fail(f"{path}: no such file or directory")
+        if path.is_file() and _is_sqlite(path):
+            runs += _from_db(spec)
+            continue
         try:
             runs += load_trajectories(path)
         except ConfigError as exc:
             raise fail(str(exc)) from exc
     if not runs:
-        raise fail("no recorded conversation found in " + ", ".join(map(str, paths)))
+        raise fail("no recorded conversation found in " + ", ".join(paths))
     return runs
 
 
 @app.command("eval")
 def eval_command(
     paths: Annotated[
-        list[Path],
+        list[str],
         typer.Argument(
-            help="Trajectory files or folders (OpenAI chat JSON, tau-bench, OpenHands, SWE-agent, TapeAgents)."
+            help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, TapeAgents), "
+            "agno session databases (SQLite files or SQLAlchemy URLs)."
         ),
     ],
     summarizer: Annotated[
@@ -149,6 +174,231 @@ def eval_command(
             retention,
         )
     Console(width=None if Console().is_terminal else 200).print(table)
+
+
+# --- databases ---------------------------------------------------------------------------------------
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def open_db(spec: str, *, schema: str | None = None) -> Any:
+    """An agno db for ``--db`` (a SQLAlchemy URL or a SQLite file path), opened read-only."""
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    if "://" in spec:
+        try:
+            url = make_url(spec)
+        except ArgumentError as exc:
+            raise fail(f"{spec}: not a database URL ({exc})") from exc
+        backend = url.get_backend_name()
+        if backend == "sqlite":
+            if not url.database or not Path(url.database).is_file():
+                raise fail(f"{url.database or spec}: no such file")
+            return open_db(url.database, schema=schema)
+        if backend != "postgresql":
+            raise fail(f"{spec}: only SQLite and PostgreSQL databases are supported")
+        try:
+            # every statement runs in a read-only transaction: inspecting never writes
+            engine = create_engine(spec, connect_args={"options": "-c default_transaction_read_only=on"})
+        except (SQLAlchemyError, ImportError) as exc:
+            raise fail(f"{url.render_as_string(hide_password=True)}: cannot open ({exc})") from exc
+        schema = schema or "ai"
+    else:
+        path = Path(spec)
+        if not path.is_file():
+            raise fail(f"{spec}: no such file")
+        with path.open("rb") as fh:
+            if fh.read(16) != SQLITE_HEADER:
+                raise fail(f"{spec}: not a SQLite database")
+        engine = create_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true")
+        schema = None
+    try:
+        has_sessions = inspect(engine).has_table("agno_sessions", schema=schema)
+    except SQLAlchemyError as exc:
+        raise fail(f"{spec}: cannot read the database ({' '.join(str(exc).split())[:200]})") from exc
+    if not has_sessions:
+        where = f" (schema {schema})" if schema else ""
+        raise fail(f"{spec}: no agno tables (agno_sessions){where}; is this an agno database?")
+    if engine.dialect.name == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_engine=engine)
+    from agno.db.postgres import PostgresDb
+
+    return PostgresDb(db_engine=engine, db_schema=schema)
+
+
+def _sessions(db: Any) -> list[Any]:
+    from agno.db.base import SessionType
+
+    out: list[Any] = []
+    for kind in (SessionType.AGENT, SessionType.TEAM):
+        out += db.get_sessions(session_type=kind) or []
+    return out
+
+
+def _session(db: Any, session_id: str, spec: str) -> Any:
+    from ._store import _agno_session
+
+    session, _ = _agno_session(db, session_id)
+    if session is None:
+        raise fail(f"{spec}: no session {session_id!r}")
+    return session
+
+
+DbOption = Annotated[str, typer.Option("--db", help="SQLAlchemy URL or SQLite file path of the agent's database.")]
+SchemaOption = Annotated[str | None, typer.Option("--schema", help="PostgreSQL schema of agno's tables (default: ai).")]
+
+
+@app.command("inspect")
+def inspect_command(
+    db: DbOption,
+    session: Annotated[str | None, typer.Option("--session", help="Show one session's timeline.")] = None,
+    schema: SchemaOption = None,
+    ids: Annotated[bool, typer.Option("--ids", help="List the folded message ids of each fold.")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Print whole summaries, not their first lines.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """List a database's sessions, or one session's timeline of model calls and folds."""
+    from ._store import SQLAlchemyStore, stats, store_for
+
+    handle = open_db(db, schema=schema)
+    store = store_for(handle)
+    console = Console(width=None if Console().is_terminal else 160)
+    if session is None:
+        rows = []
+        for s in _sessions(handle):
+            st = stats(store, s.session_id) if store is not None else None
+            rows.append(
+                {
+                    "session_id": s.session_id,
+                    "owner": f"team {s.team_id}" if getattr(s, "team_id", None) else f"agent {s.agent_id}",
+                    "runs": len(s.runs or []),
+                    "messages": sum(len([m for m in r.messages or [] if not m.from_history]) for r in s.runs or []),
+                    "folds": st.folds if st else 0,
+                    "tokens_saved": st.tokens_saved if st else 0,
+                }
+            )
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        table = Table(title=f"{len(rows)} sessions in {db}")
+        for col in ("session_id", "owner", "runs", "messages", "folds", "tokens_saved"):
+            table.add_column(col, justify="left" if col in ("session_id", "owner") else "right")
+        for r in rows:
+            table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()))
+        console.print(table)
+        return
+    found = _session(handle, session, db)
+    records = store.events(session) if isinstance(store, SQLAlchemyStore) else []
+    timeline = []
+    for run in found.runs or []:
+        calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
+        folds = [r for r in records if r.run_id == run.run_id]
+        timeline.append(
+            {
+                "run_id": run.run_id,
+                "status": str(getattr(run.status, "value", run.status)),
+                "member_of": getattr(run, "parent_run_id", None),
+                "model_calls": len(calls),
+                "prompt_tokens": [getattr(m.metrics, "input_tokens", 0) for m in calls],
+                "folds": [
+                    {
+                        "record_id": f.id,
+                        "strategy": f.strategy,
+                        "tokens_before": f.tokens_before,
+                        "tokens_after": f.tokens_after,
+                        "folded": len(f.folded_ids),
+                        "folded_ids": f.folded_ids,
+                        "summary": f.summary,
+                    }
+                    for f in folds
+                ],
+            }
+        )
+    if as_json:
+        typer.echo(json.dumps({"session_id": session, "runs": timeline}, indent=2))
+        return
+    for run in timeline:
+        title = f"run {run['run_id']} ({run['status']}{', member run' if run['member_of'] else ''}): "
+        title += f"{run['model_calls']} model calls, prompt tokens {run['prompt_tokens']}"
+        console.print(title, highlight=False, markup=False)
+        if not run["folds"]:
+            continue
+        table = Table(show_lines=True)
+        for col in ("#", "strategy", "tokens before -> after", "folded", "summary"):
+            table.add_column(col)
+        for f in run["folds"]:
+            summary = f["summary"] or ""
+            if not full:
+                summary = "\n".join(summary.splitlines()[:6]) + ("\n…" if summary.count("\n") >= 6 else "")
+            folded = str(f["folded"]) + ("\n" + "\n".join(f["folded_ids"]) if ids else "")
+            table.add_row(
+                str(f["record_id"]), f["strategy"], f"{f['tokens_before']:,} -> {f['tokens_after']:,}", folded, summary
+            )
+        console.print(table)
+
+
+@app.command("export")
+def export_command(
+    db: DbOption,
+    session: Annotated[str | None, typer.Option("--session", help="Export one session (default: all).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="JSONL file to write (default: stdout).")] = None,
+    per: Annotated[str, typer.Option("--per", help="One example per 'session' or per 'run'.")] = "session",
+    with_view: Annotated[bool, typer.Option("--with-view", help="Add the compressed view the model sees.")] = False,
+    schema: SchemaOption = None,
+) -> None:
+    """Export full original messages as training data (OpenAI-chat JSONL; format in the README)."""
+    from ._export import export_examples
+
+    if per not in ("session", "run"):
+        raise fail(f"--per must be 'session' or 'run', got {per!r}")
+    handle = open_db(db, schema=schema)
+    ids = [session] if session else [s.session_id for s in _sessions(handle)]
+    if session:
+        _session(handle, session, db)
+    lines = [
+        json.dumps(e, ensure_ascii=False)
+        for sid in ids
+        for e in export_examples(handle, sid, per=per, with_view=with_view)
+    ]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {len(lines)} examples to {out}", err=True)
+
+
+@app.command("report")
+def report_command(
+    db: DbOption,
+    session: Annotated[str, typer.Option("--session", help="The session to draw.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Chart file (.png or .svg); an .html page is written beside it.")
+    ] = Path("compression-report.png"),
+    budget: Annotated[int | None, typer.Option("--budget", help="Draw the compress_at_tokens line.")] = None,
+    schema: SchemaOption = None,
+) -> None:
+    """Draw prompt tokens per model call, with and without compression, folds marked."""
+    from ._report import draw, session_series
+    from ._store import store_for
+
+    if out.suffix not in (".png", ".svg"):
+        raise fail(f"--out must end in .png or .svg, got {out.name!r}")
+    handle = open_db(db, schema=schema)
+    found = _session(handle, session, db)
+    store = store_for(handle)
+    records = store.events(session) if store is not None else []
+    runs = [r for r in found.runs or [] if getattr(r, "parent_run_id", None) is None]
+    series = session_series(runs, records, f"session {session}")
+    series.budget = budget
+    if not series.with_compression:
+        raise fail(f"session {session!r} has no model calls to draw")
+    page = draw(series, out)
+    typer.echo(f"wrote {out} and {page}")
 
 
 def main() -> None:

@@ -198,6 +198,10 @@ class CompressionManager(AgnoCompressionManager):
         target.pre_hooks = pre
         if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
             self.strategy.summarizer.model = self.model or target.model
+        from ._metrics import fix_known_stream_usage
+
+        # Streamed usage counted once, for the agent's and the summarizer's models (members' via the recursion).
+        fix_known_stream_usage(target.model, self.model, getattr(self.strategy.summarizer, "model", None))
         if isinstance(target, Team) and include_members:
             members = target.members if isinstance(target.members, list) else []
             for member in members:
@@ -554,7 +558,7 @@ class CompressionManager(AgnoCompressionManager):
         state.events.append(event)
         self.events.append(event)
         del self.events[:-1000]
-        key = "masks" if event.strategy == "mask" else "folds"
+        key = {"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds")
         self.stats[key] = self.stats.get(key, 0) + 1
         self.stats["messages_folded"] = self.stats.get("messages_folded", 0) + len(event.folded_ids)
         self.stats["tokens_saved"] = self.stats.get("tokens_saved", 0) + max(

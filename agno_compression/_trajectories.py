@@ -133,7 +133,13 @@ def _from_openai(message: Any) -> Raw:
 
 
 def _openai_runs(data: Any) -> list[Run]:
-    """A plain chat: a list of messages or ``{"messages": [...]}``."""
+    """A plain chat: a list of messages or ``{"messages": [...]}``; JSONL: one such object per line."""
+    if isinstance(data, list) and data and all(isinstance(d, dict) and "messages" in d for d in data):
+        # e.g. ``agno-compression export``: one example per line, named by its run or session id
+        return [
+            (str(d.get("run_id") or d.get("session_id") or i), [_from_openai(m) for m in d["messages"]])
+            for i, d in enumerate(data)
+        ]
     messages = data["messages"] if isinstance(data, dict) else data
     return [("0", [_from_openai(m) for m in messages])]
 
@@ -374,7 +380,7 @@ def _detect(data: Any) -> str:
             return "tau-bench"
         if "history" in first or "action" in first or "observation" in first:
             return "openhands"
-        if _is_chat(data):
+        if _is_chat(data) or all(_is_chat(item.get("messages")) for item in data):
             return "openai-chat"
     if isinstance(data, dict):
         if isinstance(data.get("steps"), list) and all(isinstance(s, dict) and "kind" in s for s in data["steps"]):

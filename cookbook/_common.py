@@ -12,7 +12,7 @@ from agno.models.message import Message
 from agno_compression import CompressionManager
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo
 
-OUT = Path(__file__).resolve().parent / "out"
+OUT = Path(os.environ.get("AGNO_COMPRESSION_COOKBOOK_OUT") or Path(__file__).resolve().parent / "out")
 
 
 def database_path(name: str) -> Path:

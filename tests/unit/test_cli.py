@@ -86,3 +86,150 @@ def test_help_on_every_command_and_python_dash_m() -> None:
         [sys.executable, "-m", "agno_compression", "--version"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0 and done.stdout.strip()
+
+
+# --- inspect / export / report on real session databases ---------------------------------------------
+
+import pytest  # noqa: E402
+from agno.agent import Agent  # noqa: E402
+from agno.db.sqlite import SqliteDb  # noqa: E402
+
+from agno_compression import CompressionManager, full_messages  # noqa: E402
+from agno_compression._trajectories import load_trajectories  # noqa: E402
+from agno_compression.testing import Reply, ScriptedModel, ToolCall  # noqa: E402
+from tests.pg import PgTarget, pg_schema  # noqa: E402, F401
+
+
+def _fill(db: object, session_id: str = "s1", runs: int = 2) -> None:
+    """A session with folds in every run, written by a real Agent."""
+    calls = {"n": 0}
+
+    def read(index: int) -> str:
+        """Read a chunk."""
+        return "\n".join(f"[{index}:{i}] src/mod_{index}/f{i}.c compiled, exit code 0" for i in range(70))
+
+    def script(messages: list, info: object) -> Reply:
+        calls["n"] += 1
+        if calls["n"] % 9 == 0:
+            return Reply(text="done")
+        return Reply(text="reading", tool_calls=[ToolCall("read", {"index": calls["n"]})])
+
+    agent = Agent(
+        model=ScriptedModel(script=script),
+        tools=[read],
+        db=db,
+        session_id=session_id,
+        add_history_to_context=True,
+        telemetry=False,
+    )
+    CompressionManager(compress_at_tokens=2_500).attach(agent)
+    for k in range(runs):
+        agent.run(f"task {k}")
+
+
+@pytest.fixture(scope="module")
+def session_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "agent.db"
+    _fill(SqliteDb(db_file=str(path)))
+    return path
+
+
+def _targets(session_db: Path, request: pytest.FixtureRequest) -> list[list[str]]:
+    return [["--db", str(session_db)], ["--db", f"sqlite:///{session_db}"]]
+
+
+def test_inspect_lists_sessions_and_a_timeline(session_db: Path, request: pytest.FixtureRequest) -> None:
+    for db in _targets(session_db, request):
+        listing = runner.invoke(app, ["inspect", *db, "--json"])
+        assert listing.exit_code == 0, listing.output
+        rows = json.loads(listing.stdout)
+        assert [r["session_id"] for r in rows] == ["s1"] and rows[0]["runs"] == 2 and rows[0]["folds"] >= 2
+        timeline = json.loads(runner.invoke(app, ["inspect", *db, "--session", "s1", "--json"]).stdout)
+        folds = [f for r in timeline["runs"] for f in r["folds"]]
+        assert len(folds) == rows[0]["folds"] and all(f["tokens_after"] < f["tokens_before"] for f in folds)
+        table = runner.invoke(app, ["inspect", *db, "--session", "s1", "--ids"])
+        assert table.exit_code == 0 and folds[0]["folded_ids"][0] in table.stdout.replace("\n", "")
+
+
+def test_export_round_trips_the_full_record(session_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "train.jsonl"
+    result = runner.invoke(app, ["export", "--db", str(session_db), "--out", str(out), "--per", "run", "--with-view"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 2 and all(e["format"] == "agno-compression-export/1" for e in lines)
+    original = full_messages(SqliteDb(db_file=str(session_db)), "s1")
+    exported = [m for e in lines for m in e["messages"]]
+    assert [(m["id"], m["role"], m["content"]) for m in exported] == [(m.id, m.role, m.content) for m in original]
+    assert len(lines[0]["compressed_view"]) < len(exported)
+    # re-importable: the loader reads it back as two conversations with the same messages
+    back = load_trajectories(out)
+    assert [len(t.messages) for t in back] == [len(e["messages"]) for e in lines]
+    assert [m.content for t in back for m in t.messages] == [m["content"] for m in exported]
+    stdout = runner.invoke(app, ["export", "--db", str(session_db), "--session", "s1"])
+    assert json.loads(stdout.stdout)["session_id"] == "s1"
+
+
+def test_report_draws_a_chart_and_a_page(session_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.png"
+    result = runner.invoke(
+        app, ["report", "--db", str(session_db), "--session", "s1", "--out", str(out), "--budget", "2500"]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    page = out.with_suffix(".html").read_text()
+    assert "data:image/png;base64," in page and "folds" in page
+    svg = tmp_path / "r.svg"
+    assert runner.invoke(app, ["report", "--db", str(session_db), "--session", "s1", "--out", str(svg)]).exit_code == 0
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_commands_work_on_postgresql_urls(pg_schema: PgTarget, tmp_path: Path) -> None:  # noqa: F811
+    from agno.db.postgres import PostgresDb
+
+    _fill(PostgresDb(db_url=pg_schema.url, db_schema=pg_schema.schema), "pg-s", runs=1)
+    db = ["--db", pg_schema.url, "--schema", pg_schema.schema]
+    rows = json.loads(runner.invoke(app, ["inspect", *db, "--json"]).stdout)
+    assert rows[0]["session_id"] == "pg-s" and rows[0]["folds"] >= 1
+    assert runner.invoke(app, ["export", *db, "--session", "pg-s"]).exit_code == 0
+    out = tmp_path / "pg.png"
+    assert runner.invoke(app, ["report", *db, "--session", "pg-s", "--out", str(out)]).exit_code == 0
+    assert out.exists()
+    missing = runner.invoke(app, ["inspect", "--db", pg_schema.url, "--schema", "no_such_schema"])
+    assert missing.exit_code == 2 and "no agno tables" in missing.stderr
+
+
+def test_bad_databases_exit_2_with_one_line(session_db: Path, tmp_path: Path) -> None:
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("hello")
+    empty = tmp_path / "empty.db"
+    import sqlite3
+
+    sqlite3.connect(empty).execute("create table t (x)").connection.commit()
+    cases = {
+        ("inspect", "--db", str(tmp_path / "missing.db")): "no such file",
+        ("inspect", "--db", str(not_db)): "not a SQLite database",
+        ("inspect", "--db", str(empty)): "no agno tables",
+        ("inspect", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
+        ("export", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
+        ("report", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
+        ("report", "--db", str(session_db), "--session", "s1", "--out", "x.gif"): "must end in .png or .svg",
+        ("inspect", "--db", "mysql://u@h/db"): "only SQLite and PostgreSQL",
+    }
+    for args, needle in cases.items():
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 2, (args, result.output)
+        assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+
+
+def test_inspect_opens_sqlite_read_only(session_db: Path) -> None:
+    before = session_db.stat().st_mtime_ns
+    runner.invoke(app, ["inspect", "--db", str(session_db), "--session", "s1"])
+    runner.invoke(app, ["export", "--db", str(session_db)])
+    assert session_db.stat().st_mtime_ns == before
+
+
+def test_eval_replays_session_databases(session_db: Path) -> None:
+    result = runner.invoke(app, ["eval", str(session_db), "-b", "2500", "--all", "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)["rows"][0]
+    assert row["input"].endswith("#s1") and row["model_calls"] >= 10 and row["calls_over_budget"] == 0
