@@ -7,7 +7,15 @@
 from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerError, TokenCountError
 from ._manager import CompressionManager, FoldEvent
 from ._metrics import USAGE_STYLES, StreamUsage, fix_stream_usage, stream_usage_style, usage_increment
-from ._observations import shorten_text, truncate_output
+from ._observations import (
+    OUTPUT_GUIDANCE,
+    ObservationPolicy,
+    ObservationSummaryPolicy,
+    TieredOutputPolicy,
+    TruncatePolicy,
+    shorten_text,
+    truncate_output,
+)
 from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
 from ._store import (
     CompressionRecord,
@@ -34,6 +42,7 @@ from ._tokens import TokenCounter, count_tokens
 __version__ = "0.1.0"
 
 __all__ = [
+    "OUTPUT_GUIDANCE",
     "USAGE_STYLES",
     "CompressionError",
     "CompressionManager",
@@ -44,6 +53,8 @@ __all__ = [
     "FoldEvent",
     "FoldPlan",
     "LLMSummarizer",
+    "ObservationPolicy",
+    "ObservationSummaryPolicy",
     "PairViolation",
     "Pipeline",
     "SQLAlchemyStore",
@@ -55,8 +66,10 @@ __all__ = [
     "SummarizerError",
     "Summary",
     "SummaryRequest",
+    "TieredOutputPolicy",
     "TokenCountError",
     "TokenCounter",
+    "TruncatePolicy",
     "__version__",
     "compressed_view",
     "count_tokens",

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +27,17 @@ from agno.compression.manager import CompressionManager as AgnoCompressionManage
 from agno.models.message import Message
 
 from ._exceptions import ConfigError, SummarizerError
-from ._observations import shorten_text
-from ._plan import FoldPlan, calls_by_id, filter_folded, is_summary, make_summary_message, plan_fold
+from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
+from ._plan import (
+    FoldPlan,
+    calls_by_id,
+    drop_failed_calls,
+    filter_folded,
+    is_summary,
+    make_summary_message,
+    plan_fold,
+    retain_turns,
+)
 from ._store import CompressionRecord, CompressionStore, store_for, usage_dict
 from ._summarizers import (
     ExtractiveSummarizer,
@@ -37,6 +46,7 @@ from ._summarizers import (
     Summarizer,
     Summary,
     SummaryRequest,
+    is_masked,
     mask_placeholder,
     resolve_strategy,
 )
@@ -106,6 +116,8 @@ class _RunState:
     context: _RunContext | None = None
     sent_tokens: int = 0
     calibrated_on: str | None = None
+    policed: set[int] = field(default_factory=set)
+    """``id()`` of tool messages the observation policy has already seen."""
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""
@@ -141,6 +153,15 @@ class CompressionManager(AgnoCompressionManager):
     """Record folds and filter folded history across runs (needs a store or a SQL ``db``)."""
     store_cooldown: float = 30.0
     """Seconds a store that just failed is left alone, so a dead database costs one timeout, not one per fold."""
+    observations: ObservationPolicy | Mapping[str, ObservationPolicy | None] | None = None
+    """Policy applied to each tool output as it enters the context; a dict maps tool names (``"*"`` = any other)
+    to policies, ``None`` opts a tool out. The stored message keeps the full output."""
+    drop_failed_calls: bool = False
+    """Leave failed and hallucinated tool calls (with their error results) out of later runs' history."""
+    retained_turns: int | None = None
+    """Keep only the last N turns of loaded history (plus the first, usually the task); ``None`` keeps all."""
+    output_guidance: bool = False
+    """Add ``OUTPUT_GUIDANCE`` (print sizes and samples, not whole collections) to the agent's instructions."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
@@ -154,6 +175,12 @@ class CompressionManager(AgnoCompressionManager):
                 f"min_summary_tokens must be between 10 and max_summary_tokens ({self.max_summary_tokens}), "
                 f"got {self.min_summary_tokens!r}"
             )
+        if self.retained_turns is not None and (not isinstance(self.retained_turns, int) or self.retained_turns < 0):
+            raise ConfigError(f"retained_turns must be None or an int >= 0, got {self.retained_turns!r}")
+        policies = self.observations.values() if isinstance(self.observations, Mapping) else [self.observations]
+        for policy in policies:
+            if policy is not None and not isinstance(policy, ObservationPolicy):
+                raise ConfigError(f"observation policies need an apply(text, tool_name) method, got {policy!r}")
         if self.store_cooldown < 0:
             raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
         if self.summarizer_timeout <= 0:
@@ -188,6 +215,8 @@ class CompressionManager(AgnoCompressionManager):
             )
         target.compression_manager = self
         target.compress_tool_results = True
+        if self.output_guidance:
+            self._add_guidance(target)
         hooks = list(target.post_hooks or [])
         if self.restore_run_messages not in hooks:
             hooks.append(self.restore_run_messages)
@@ -208,6 +237,18 @@ class CompressionManager(AgnoCompressionManager):
                 if isinstance(member, (Agent, Team)):
                     self.attach(member, include_members=True)
         return target
+
+    @staticmethod
+    def _add_guidance(target: Any) -> None:
+        instructions = target.instructions
+        if instructions is None:
+            target.instructions = [OUTPUT_GUIDANCE]
+        elif isinstance(instructions, str):
+            target.instructions = (
+                [instructions, OUTPUT_GUIDANCE] if OUTPUT_GUIDANCE not in instructions else instructions
+            )
+        elif isinstance(instructions, list) and OUTPUT_GUIDANCE not in instructions:
+            target.instructions = [*instructions, OUTPUT_GUIDANCE]
 
     def register_run(self, run_context: Any = None, agent: Any = None, team: Any = None) -> None:
         """Pre-hook: remember the run's context and owner; ``run_context.messages`` later is the live list."""
@@ -264,15 +305,28 @@ class CompressionManager(AgnoCompressionManager):
         return store
 
     def _prepare(self, state: _RunState, messages: list[Message]) -> None:
-        """First sight of a live list: apply the session's earlier folds (drop folded history, add the summary)."""
+        """First sight of a live list: clean the loaded history (earlier folds, failed calls, old turns)."""
         state.prepared = True
-        if not self.persist:
-            return
+        state.observe()  # history dropped below stays in the ledger: agno still stores it with the run
+        history = list(messages)
+        if self.persist:
+            try:
+                state.context = self._context_for(messages)  # run_context.messages is the live list itself
+            except Exception as exc:
+                log.warning("agno-compression: could not tell which session this run belongs to: %s", exc)
+            history = self._apply_earlier_folds(state, history)
+        if self.drop_failed_calls:
+            history = drop_failed_calls(history)
+        if self.retained_turns is not None:
+            history = retain_turns(history, self.retained_turns)
+        messages[:] = history
+
+    def _apply_earlier_folds(self, state: _RunState, messages: list[Message]) -> list[Message]:
+        """Drop history the session folded before and put its newest summary in its place."""
         try:
-            state.context = self._context_for(messages)
             ctx = state.context
             if ctx is None or not self._store_usable(ctx.store):
-                return
+                return messages
             assert ctx.store is not None
             try:
                 loaded = ctx.store.load(ctx.session_id)
@@ -280,13 +334,55 @@ class CompressionManager(AgnoCompressionManager):
                 self._store_failed(ctx.store)
                 raise
             if not loaded.folds:
-                return
-            summary = loaded.summary if ctx.history else None
-            state.observe()  # dropped history copies stay in the ledger: agno still stores them with the run
-            filtered = filter_folded(messages, loaded.folded_ids, summary)
-            messages[:] = filtered
+                return messages
+            return filter_folded(messages, loaded.folded_ids, loaded.summary if ctx.history else None)
         except Exception as exc:
             log.warning("agno-compression: could not load the session's compression records: %s", exc)
+            return messages
+
+    def _policy_for(self, tool_name: str | None) -> ObservationPolicy | None:
+        if not isinstance(self.observations, Mapping):
+            return self.observations
+        if tool_name is not None and tool_name in self.observations:
+            return self.observations[tool_name]
+        return self.observations.get("*")
+
+    def _new_outputs(self, state: _RunState, messages: list[Message]) -> list[tuple[Message, ObservationPolicy]]:
+        """This run's tool outputs the observation policy has not seen yet, with their policy."""
+        if self.observations is None:
+            return []
+        out = []
+        for m in messages:
+            if m.role == "tool" and not m.from_history and id(m) not in state.policed and m.content is not None:
+                state.policed.add(id(m))
+                policy = self._policy_for(m.tool_name)
+                if policy is not None and m.compressed_content is None:
+                    out.append((m, policy))
+        return out
+
+    def _rewrite_output(self, message: Message, text: str, new: str) -> None:
+        if new != text:
+            message.compressed_content = new  # what the model sees; ``content`` stays the full original
+            self.stats["observations_rewritten"] = self.stats.get("observations_rewritten", 0) + 1
+            self.stats["observation_chars_saved"] = self.stats.get("observation_chars_saved", 0) + len(text) - len(new)
+
+    def _police(self, state: _RunState, messages: list[Message]) -> None:
+        for m, policy in self._new_outputs(state, messages):
+            text = m.get_content_string()
+            try:
+                self._rewrite_output(m, text, policy.apply(text, m.tool_name))
+            except Exception as exc:
+                log.warning("agno-compression: observation policy failed on %s, output kept: %s", m.tool_name, exc)
+
+    async def _apolice(self, state: _RunState, messages: list[Message]) -> None:
+        for m, policy in self._new_outputs(state, messages):
+            text = m.get_content_string()
+            try:
+                aapply = getattr(policy, "aapply", None)
+                new = await aapply(text, m.tool_name) if aapply is not None else policy.apply(text, m.tool_name)
+                self._rewrite_output(m, text, new)
+            except Exception as exc:
+                log.warning("agno-compression: observation policy failed on %s, output kept: %s", m.tool_name, exc)
 
     def restore_run_messages(self, run_output: Any, run_context: Any = None, session: Any = None) -> None:
         """Post-hook: put every message folded during the run back into ``run_output.messages``.
@@ -305,6 +401,7 @@ class CompressionManager(AgnoCompressionManager):
             restored = [m for m in state.ledger if m.add_to_agent_memory]
             restored += [m for m in current if id(m) not in known and not is_summary(m)]
             run_output.messages = restored
+            self._account_policies(getattr(run_output, "metrics", None))
             self._bookkeep(state, session)
         except Exception as exc:  # never break a run
             log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
@@ -350,14 +447,9 @@ class CompressionManager(AgnoCompressionManager):
         response_format: Any = None,
     ) -> bool:
         try:
-            state = self._state(messages)
-            if not state.prepared:
-                self._prepare(state, messages)
-            state.tools, state.model = tools, model
-            state.observe()
-            self._calibrate(state, messages)
-            state.prompt_tokens = state.sent_tokens = self._count(state, messages)
-            return state.prompt_tokens > self.compress_at_tokens
+            state = self._begin(messages, tools, model)
+            self._police(state, messages)
+            return self._over_budget(state, messages)
         except Exception as exc:
             log.warning("agno-compression: token count failed, not folding this call: %s", exc)
             return False
@@ -369,7 +461,26 @@ class CompressionManager(AgnoCompressionManager):
         model: Model | None = None,
         response_format: Any = None,
     ) -> bool:
-        return self.should_compress(messages, tools, model, response_format)
+        try:
+            state = self._begin(messages, tools, model)
+            await self._apolice(state, messages)
+            return self._over_budget(state, messages)
+        except Exception as exc:
+            log.warning("agno-compression: token count failed, not folding this call: %s", exc)
+            return False
+
+    def _begin(self, messages: list[Message], tools: list[Any] | None, model: Model | None) -> _RunState:
+        state = self._state(messages)
+        if not state.prepared:
+            self._prepare(state, messages)
+        state.tools, state.model = tools, model
+        state.observe()
+        return state
+
+    def _over_budget(self, state: _RunState, messages: list[Message]) -> bool:
+        self._calibrate(state, messages)
+        state.prompt_tokens = state.sent_tokens = self._count(state, messages)
+        return state.prompt_tokens > self.compress_at_tokens
 
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         try:
@@ -425,7 +536,7 @@ class CompressionManager(AgnoCompressionManager):
         calls = calls_by_id(state.live)
         masked: list[str] = []
         for m in plan.folded:
-            if m.role == "tool" and m.compressed_content is None:
+            if m.role == "tool" and not is_masked(m):
                 m.compressed_content = mask_placeholder(m, calls)
                 masked.append(m.id)
         after = state.sent_tokens = self._count(state, state.live)
@@ -614,6 +725,17 @@ class CompressionManager(AgnoCompressionManager):
             log.warning(
                 "agno-compression: could not record the fold of session %r (the run goes on): %s", ctx.session_id, exc
             )
+
+    def _account_policies(self, run_metrics: Any) -> None:
+        """Model calls made by observation policies count as compression-model usage of the run."""
+        policies = self.observations.values() if isinstance(self.observations, Mapping) else [self.observations]
+        for policy in policies:
+            responses = getattr(policy, "responses", None)
+            model = getattr(policy, "model", None)
+            while responses:
+                response = responses.pop(0)
+                if model is not None:
+                    self._account(Summary(text="", strategy="observation", response=response, model=model), run_metrics)
 
     def _store_usable(self, store: CompressionStore | None) -> bool:
         return store is not None and time.monotonic() >= self._store_down_until.get(id(store), 0.0)

@@ -267,3 +267,65 @@ def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summar
             head += 1
         kept.insert(head, make_summary_message(summary_text))
     return kept
+
+
+# --- history hygiene: small pure passes applied to history loaded from earlier runs -------------------
+
+_UNKNOWN_TOOL = ("does not exist or is not available", "not found")
+
+
+def is_failed_result(message: Message) -> bool:
+    """A tool result that reports a failure: an error flagged by agno, or a call to a tool that does not exist."""
+    if message.role != "tool":
+        return False
+    if message.tool_call_error:
+        return True
+    text = message.get_content_string() if message.content is not None else ""
+    head = text[:200].lower()
+    return head.startswith("error") and any(marker in head for marker in _UNKNOWN_TOOL)
+
+
+def drop_failed_calls(messages: Sequence[Message]) -> list[Message]:
+    """History without failed or hallucinated tool calls: each failed call goes with its result, pair-safe.
+
+    Only ``from_history`` messages are touched (the current run must see its own errors to recover).
+    An assistant message keeps its other calls (as a copy; the stored original is untouched) and is
+    dropped only when nothing is left of it.
+    """
+    failed = {cid for m in messages if m.from_history and is_failed_result(m) for cid in result_ids(m)}
+    if not failed:
+        return list(messages)
+    out: list[Message] = []
+    for m in messages:
+        if not m.from_history:
+            out.append(m)
+        elif m.role == "tool" and result_ids(m) & failed:
+            continue
+        elif call_ids(m) and set(call_ids(m)) & failed:
+            kept = [c for c in m.tool_calls or [] if not (isinstance(c, dict) and c.get("id") in failed)]
+            if kept or m.content:
+                out.append(m.model_copy(update={"tool_calls": kept or None}))
+        else:
+            out.append(m)
+    return out
+
+
+def retain_turns(messages: Sequence[Message], turns: int, *, keep_first: bool = True) -> list[Message]:
+    """History trimmed to its last ``turns`` turns (a turn starts at a user message), plus the first user turn.
+
+    System messages, summaries and the current run are always kept; a turn is dropped whole, so
+    tool pairs stay intact. ``keep_first`` keeps the first history turn too (usually the task).
+    """
+    if turns < 0:
+        raise ValueError(f"turns must be >= 0, got {turns}")
+    starts = [i for i, m in enumerate(messages) if m.from_history and m.role == "user" and not is_summary(m)]
+    if len(starts) <= turns + (1 if keep_first else 0):
+        return list(messages)
+    # turn k spans from starts[k] to the next start (or to the end of the history messages)
+    history_end = max((i for i, m in enumerate(messages) if m.from_history), default=-1) + 1
+    spans = [(starts[k], starts[k + 1] if k + 1 < len(starts) else history_end) for k in range(len(starts))]
+    keep = set(range(len(spans) - turns, len(spans))) if turns else set()
+    if keep_first:
+        keep.add(0)
+    dropped = {i for k, (a, b) in enumerate(spans) if k not in keep for i in range(a, b)}
+    return [m for i, m in enumerate(messages) if i not in dropped or not m.from_history or m.role in SYSTEM_ROLES]

@@ -372,13 +372,21 @@ class LLMSummarizer:
 # --- masking and the pipeline ---------------------------------------------------------------------
 
 
+MASK_PREFIX = "[output of "
+
+
+def is_masked(message: Message) -> bool:
+    """True when the message's in-context text is already a mask placeholder."""
+    return (message.compressed_content or "").startswith(MASK_PREFIX)
+
+
 def mask_placeholder(message: Message, calls: dict[str, Any] | None = None) -> str:
     """The one line that replaces a tool output in context when it is masked."""
     text = message_text(message, use_compressed_content=False)
     name = tool_name_of(message, calls)
     status = " (failed)" if message.tool_call_error else ""
     return (
-        f"[output of {name}{status} omitted to save context: {len(text)} chars, {text.count(chr(10)) + 1} lines; "
+        f"{MASK_PREFIX}{name}{status} omitted to save context: {len(text)} chars, {text.count(chr(10)) + 1} lines; "
         f"message id {message.id}]"
     )
 

@@ -125,3 +125,35 @@ def test_team_leader_delegation_loop_over_real_outputs(trajectories_dir: Path, t
     session = db.get_session(session_id="team", session_type=SessionType.TEAM)
     delegated = [m for r in session.runs for m in r.messages if m.role == "tool"]  # type: ignore[union-attr]
     assert len(delegated) == rounds
+
+
+@pytest.mark.parametrize("policy_name", ["truncate", "tiered", "summary"])
+def test_observation_policies_on_real_outputs_keep_every_original(
+    trajectories_dir: Path, tmp_path: Path, policy_name: str
+) -> None:
+    """Per source, the longest recorded run: the model sees shortened outputs, full_messages has every original."""
+    from agno_compression import ObservationSummaryPolicy, TieredOutputPolicy, TruncatePolicy, full_messages
+
+    policy = {
+        "truncate": TruncatePolicy(),
+        "tiered": TieredOutputPolicy(),
+        "summary": ObservationSummaryPolicy(count_tokens=_COUNTER.count_text),
+    }[policy_name]
+    longest: dict[str, Trajectory] = {}
+    for t in iter_shared_trajectories(trajectories_dir):
+        tools = sum(len(str(m.content)) for m in t.messages if m.role == "tool")
+        best = longest.get(t.source)
+        if tools and (best is None or tools > sum(len(str(m.content)) for m in best.messages if m.role == "tool")):
+            longest[t.source] = t
+    for source, run in longest.items():
+        manager = CompressionManager(compress_at_tokens=200_000, observations=policy)
+        db = SqliteDb(db_file=str(tmp_path / f"{policy_name}-{source}.db"))
+        result = replay(run.messages, manager=manager, db=db)
+        recorded = [m.content for m in run.messages if m.role == "tool"]
+        stored = [m.content for m in full_messages(db, result.session_id) if m.role == "tool"]
+        assert set(recorded) <= set(stored), source
+        # outputs over 4,000 chars: every policy shortens those (the tiered one adds a tip line to 2-4k ones)
+        sent = [m for r in result.requests for m in r.messages if m.role == "tool" and len(str(m.content)) >= 4000]
+        seen = sum(_COUNTER.count_message(m) for m in sent)
+        full = sum(_COUNTER.count_message(m.model_copy(update={"compressed_content": None})) for m in sent)
+        assert not sent or seen < full, (source, seen, full)
