@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from agno.compression.manager import CompressionManager as AgnoCompressionManager
 from agno.models.message import Message
+from agno.run.base import RunContext
 
+from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
 from ._plan import (
@@ -38,7 +40,8 @@ from ._plan import (
     plan_fold,
     retain_turns,
 )
-from ._store import CompressionRecord, CompressionStore, store_for, usage_dict
+from ._recovery import guard_overflow
+from ._store import CompressionRecord, CompressionStore, full_messages, store_for, usage_dict
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -99,6 +102,7 @@ class _RunContext:
     owner_id: str | None
     store: CompressionStore | None
     history: bool
+    db: Any = None
 
 
 @dataclass
@@ -162,6 +166,10 @@ class CompressionManager(AgnoCompressionManager):
     """Keep only the last N turns of loaded history (plus the first, usually the task); ``None`` keeps all."""
     output_guidance: bool = False
     """Add ``OUTPUT_GUIDANCE`` (print sizes and samples, not whole collections) to the agent's instructions."""
+    overflow_retries: int = 2
+    """When the provider rejects a prompt as too long: fold harder and retry this many times (0: off)."""
+    search_tool: bool = True
+    """Give the agent ``search_folded_history`` to read the exact originals of what was folded."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
@@ -181,6 +189,8 @@ class CompressionManager(AgnoCompressionManager):
         for policy in policies:
             if policy is not None and not isinstance(policy, ObservationPolicy):
                 raise ConfigError(f"observation policies need an apply(text, tool_name) method, got {policy!r}")
+        if not isinstance(self.overflow_retries, int) or not 0 <= self.overflow_retries <= 10:
+            raise ConfigError(f"overflow_retries must be an int from 0 to 10, got {self.overflow_retries!r}")
         if self.store_cooldown < 0:
             raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
         if self.summarizer_timeout <= 0:
@@ -215,6 +225,12 @@ class CompressionManager(AgnoCompressionManager):
             )
         target.compression_manager = self
         target.compress_tool_results = True
+        if target.model is not None:
+            guard_overflow(target.model, self, self.overflow_retries)
+        if self.search_tool:
+            tools = list(target.tools or []) if isinstance(target.tools, list) or target.tools is None else None
+            if tools is not None and not any(getattr(t, "__name__", None) == SEARCH_TOOL_NAME for t in tools):
+                target.tools = [*tools, self._search_function()]
         if self.output_guidance:
             self._add_guidance(target)
         hooks = list(target.post_hooks or [])
@@ -283,6 +299,7 @@ class CompressionManager(AgnoCompressionManager):
             owner_id=getattr(owner, "id", None),
             store=self._store_for(owner),
             history=bool(getattr(owner, "add_history_to_context", False)),
+            db=getattr(owner, "db", None),
         )
 
     def _store_for(self, owner: Any) -> CompressionStore | None:
@@ -550,10 +567,11 @@ class CompressionManager(AgnoCompressionManager):
             return True
         return False
 
-    def _request(self, state: _RunState, plan: FoldPlan) -> SummaryRequest:
+    def _request(self, state: _RunState, plan: FoldPlan, target: int | None = None) -> SummaryRequest:
         counter = self.counter_for(state.model)
         kept_tokens = self._count(state, plan.view(None))
-        budget = min(self.max_summary_tokens, max(self.min_summary_tokens, self.target_tokens - kept_tokens))
+        goal = self.target_tokens if target is None else target
+        budget = min(self.max_summary_tokens, max(self.min_summary_tokens, goal - kept_tokens))
         previous = plan.previous_summary.get_content_string() if plan.previous_summary is not None else None
         return SummaryRequest(
             messages=plan.folded, previous=previous, max_tokens=budget, count_tokens=counter.count_text
@@ -570,8 +588,9 @@ class CompressionManager(AgnoCompressionManager):
         result = self._fallback.summarize(request)
         return Summary(text=result.text, strategy=f"{failed.name}->extractive")
 
-    def _summarize_sync(self, request: SummaryRequest) -> Summary:
-        summarizer = self.strategy.summarizer
+    def _summarize_sync(self, request: SummaryRequest, overflow: bool = False) -> Summary:
+        # masking alone cannot answer an overflow: fall back to the extractive summary then
+        summarizer = self.strategy.summarizer or (self._fallback if overflow else None)
         assert summarizer is not None
         if isinstance(summarizer, ExtractiveSummarizer):
             return summarizer.summarize(request)  # pure and fast: no thread needed
@@ -595,8 +614,8 @@ class CompressionManager(AgnoCompressionManager):
         except Exception as exc:
             return self._fallback_summary(request, summarizer, exc)
 
-    async def _summarize_async(self, request: SummaryRequest) -> Summary:
-        summarizer = self.strategy.summarizer
+    async def _summarize_async(self, request: SummaryRequest, overflow: bool = False) -> Summary:
+        summarizer = self.strategy.summarizer or (self._fallback if overflow else None)
         assert summarizer is not None
         try:
             result = await asyncio.wait_for(summarizer.asummarize(request), self.summarizer_timeout)
@@ -604,24 +623,32 @@ class CompressionManager(AgnoCompressionManager):
         except Exception as exc:
             return self._fallback_summary(request, summarizer, exc)
 
-    def _apply(self, state: _RunState, plan: FoldPlan, summary: Summary | None, run_metrics: RunMetrics | None) -> None:
+    def _apply(
+        self,
+        state: _RunState,
+        plan: FoldPlan,
+        summary: Summary | None,
+        run_metrics: RunMetrics | None,
+        limits: tuple[int, int] | None = None,
+        tag: str = "",
+    ) -> None:
         """Rewrite the live list, shorten oversized kept outputs, account usage, record the event."""
         messages = state.live
         folded_ids: list[str] = []
         if summary is not None:
-            messages[:] = plan.view(make_summary_message(summary.text))
+            messages[:] = plan.view(make_summary_message(self._with_search_hint(summary.text)))
             folded_ids = [m.id for m in plan.folded]
             self._account(summary, run_metrics)
-        shortened = self._shorten_kept(state, plan)
+        shortened = self._shorten_kept(state, plan, *(limits or ()))
         after = state.sent_tokens = self._count(state, messages)
         if summary is None and not shortened:
             return
         event = FoldEvent(
-            strategy=summary.strategy if summary is not None else "shorten",
+            strategy=tag + (summary.strategy if summary is not None else "shorten"),
             folded_ids=folded_ids,
             masked_ids=[],
             shortened_ids=shortened,
-            summary=summary.text if summary is not None else None,
+            summary=self._with_search_hint(summary.text) if summary is not None else None,
             tokens_before=state.prompt_tokens,
             tokens_after=after,
             summarizer_model=getattr(summary.model, "id", None) if summary is not None else None,
@@ -629,31 +656,35 @@ class CompressionManager(AgnoCompressionManager):
         )
         self._record(state, event, plan.folded if summary is not None else [])
 
-    def _shorten_kept(self, state: _RunState, plan: FoldPlan) -> list[str]:
+    def _shorten_kept(
+        self, state: _RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
+    ) -> list[str]:
         """Shorten the largest kept tool outputs (in context only) until the prompt fits the budget."""
+        limit = self.compress_at_tokens if limit is None else limit
+        target = self.target_tokens if target is None else target
         counter = self.counter_for(state.model)
         total = self._count(state, state.live)
-        if total <= self.compress_at_tokens:
+        if total <= limit:
             return []
         shortened: list[str] = []
         tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
         for m in tools:
-            if total <= self.compress_at_tokens:
+            if total <= limit:
                 break
             size = counter.count_message(m)
             text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
-            allowed = max(200, size - (total - self.target_tokens))
+            allowed = max(200, size - (total - target))
             if allowed >= size:
                 continue
             chars = max(400, int(len(text) * allowed / max(size, 1)))
             m.compressed_content = shorten_text(text, chars)
             total = self._count(state, state.live)
             shortened.append(m.id)
-        if total > self.compress_at_tokens:
+        if total > limit:
             log.warning(
                 "agno-compression: prompt still %d tokens after folding (budget %d): the kept messages alone exceed it",
                 total,
-                self.compress_at_tokens,
+                limit,
             )
         return shortened
 
@@ -765,3 +796,109 @@ class CompressionManager(AgnoCompressionManager):
             "newest_record_id": loaded.newest_id,
         }
         session.session_data = data
+
+    # --- recovery from a provider's "prompt too long" -------------------------------------------------
+
+    def _overflow_plan(self, messages: list[Message], attempt: int) -> tuple[_RunState, FoldPlan, int, int, int]:
+        state = self._state(messages)
+        now = state.prompt_tokens = self._count(state, messages)
+        # the provider's real limit is below what we counted: aim lower with every attempt
+        limit = max(256, int(min(now, self.compress_at_tokens) * 0.6**attempt))
+        return state, plan_fold(messages), now, limit, int(limit * self.target_ratio)
+
+    def _overflow_done(self, state: _RunState, now: int, attempt: int) -> bool:
+        after = self._count(state, state.live)
+        self.stats["overflow_retries"] = self.stats.get("overflow_retries", 0) + 1
+        log.warning(
+            "agno-compression: the provider rejected the prompt as too long; folded %d -> %d tokens, retry %d",
+            now,
+            after,
+            attempt,
+        )
+        return after < now
+
+    def recover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
+        """Fold ``messages`` harder after a context-overflow error; True when the prompt got smaller."""
+        try:
+            state, plan, now, limit, target = self._overflow_plan(messages, attempt)
+            summary = None
+            if plan.has_work:
+                summary = self._summarize_sync(self._request(state, plan, target), overflow=True)
+            self._apply(state, plan, summary, run_metrics, limits=(limit, target), tag="overflow:")
+            return self._overflow_done(state, now, attempt)
+        except Exception as exc:
+            log.warning("agno-compression: could not fold after a context overflow: %s", exc)
+            return False
+
+    async def arecover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
+        """Async ``recover_from_overflow``."""
+        try:
+            state, plan, now, limit, target = self._overflow_plan(messages, attempt)
+            summary = None
+            if plan.has_work:
+                summary = await self._summarize_async(self._request(state, plan, target), overflow=True)
+            self._apply(state, plan, summary, run_metrics, limits=(limit, target), tag="overflow:")
+            return self._overflow_done(state, now, attempt)
+        except Exception as exc:
+            log.warning("agno-compression: could not fold after a context overflow: %s", exc)
+            return False
+
+    # --- searching what was folded --------------------------------------------------------------------
+
+    def _with_search_hint(self, text: str) -> str:
+        """Summaries say how to get the exact originals back when the search tool is on."""
+        return f"{text}\n{SEARCH_HINT}" if self.search_tool and SEARCH_HINT not in text else text
+
+    def _search_function(self) -> Callable[..., str]:
+        manager = self
+
+        def search_folded_history(
+            run_context: RunContext,
+            query: str = "",
+            tool_name: str = "",
+            message_id: str = "",
+            limit: int = 5,
+        ) -> str:
+            """Search the original messages folded out of this conversation to save context.
+
+            Returns exact excerpts with their message ids. Give words to find (all must appear), a tool name,
+            or a message id quoted in the summary.
+
+            Args:
+                query: Words that must all appear in the message (case-insensitive).
+                tool_name: Only results of (or calls to) this tool.
+                message_id: Only the message with this id.
+                limit: At most this many messages (1 to 20).
+            """
+            return manager.search_folded(
+                run_context, query=query, tool_name=tool_name, message_id=message_id, limit=limit
+            )
+
+        return search_folded_history
+
+    def search_folded(
+        self, run_context: Any, *, query: str = "", tool_name: str = "", message_id: str = "", limit: int = 5
+    ) -> str:
+        """What ``search_folded_history`` answers: folded originals of the run's own session only."""
+        try:
+            live = getattr(run_context, "messages", None)
+            with self._lock:
+                state = self._runs.get(id(live)) if live is not None else None
+            if state is None or state.live is not live:
+                return "No folded history in this conversation yet."
+            folded = {i for event in state.events for i in event.folded_ids}
+            pool: dict[str, Message] = {m.id: m for m in state.ledger}
+            ctx = state.context
+            if ctx is not None and ctx.store is not None and self._store_usable(ctx.store):
+                folded |= ctx.store.load(ctx.session_id).folded_ids
+                if ctx.db is not None:
+                    for m in full_messages(ctx.db, ctx.session_id):
+                        pool.setdefault(m.id, m)
+            candidates = [m for m in pool.values() if m.id in folded]
+            hits = search_messages(
+                candidates, query=query, tool_name=tool_name, message_id=message_id, limit=max(1, min(int(limit), 20))
+            )
+            return render_hits(hits, len(candidates))
+        except Exception as exc:  # a tool error must not end the run
+            log.warning("agno-compression: search of folded history failed: %s", exc)
+            return f"Search of folded history failed: {exc}"

@@ -1,0 +1,142 @@
+"""Recovery from a provider's "prompt too long": recognise the error, fold harder, retry.
+
+agno offers an overflow hook only for its own ``Compaction`` on an Agent, so the narrowest
+wrapper is used instead: the four ``invoke`` methods of *one model instance* are wrapped.
+When a call fails with a context-overflow error, the wrapper asks the manager to fold the
+very message list it was given (the run's live list) with a smaller budget, then calls
+again with the same arguments, at most ``retries`` times; then the provider's error is
+raised as it was. Every other error passes through untouched. A stream is retried only
+if it failed before its first chunk.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from agno.exceptions import ContextWindowExceededError, ModelProviderError
+
+_GUARD = "_agno_compression_overflow_guard"
+
+
+def is_context_overflow(error: BaseException) -> bool:
+    """True when ``error`` says the prompt is longer than the model accepts (Gemini, OpenAI, Anthropic, ...)."""
+    if isinstance(error, ContextWindowExceededError):
+        return True
+    if isinstance(error, ModelProviderError):
+        return isinstance(ModelProviderError.classify(error), ContextWindowExceededError)
+    text = str(error).lower()
+    return any(pattern in text for pattern in ModelProviderError.CONTEXT_WINDOW_PATTERNS)
+
+
+def _call_parts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    messages = kwargs.get("messages", args[0] if args else None)
+    run_response = kwargs.get("run_response")
+    return messages, getattr(run_response, "metrics", None)
+
+
+def guard_overflow(model: Any, manager: Any, retries: int) -> Any:
+    """Wrap ``model``'s invoke methods so a context overflow folds and retries (idempotent; returns ``model``)."""
+    if retries <= 0 or getattr(model, _GUARD, None) is manager:
+        return model
+    for name in ("invoke", "ainvoke", "invoke_stream", "ainvoke_stream"):
+        if getattr(type(model), name, None) is not None:
+            setattr(model, name, _WRAPPERS[name](_dispatch(model, name), manager, retries))
+    setattr(model, _GUARD, manager)
+    return model
+
+
+def _dispatch(model: Any, name: str) -> Callable[..., Any]:
+    """The class's method, looked up at call time, so a later class change (fix_stream_usage) still applies."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(type(model), name)(model, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _mark(wrapper: Any, original: Any) -> Any:
+    functools.update_wrapper(wrapper, original)
+    return wrapper
+
+
+def _sync(original: Callable[..., Any], manager: Any, retries: int) -> Callable[..., Any]:
+    def invoke(*args: Any, **kwargs: Any) -> Any:
+        for attempt in range(retries + 1):
+            try:
+                return original(*args, **kwargs)
+            except Exception as exc:
+                messages, metrics = _call_parts(args, kwargs)
+                if attempt == retries or messages is None or not is_context_overflow(exc):
+                    raise
+                if not manager.recover_from_overflow(messages, attempt + 1, metrics):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return _mark(invoke, original)
+
+
+def _async(original: Callable[..., Any], manager: Any, retries: int) -> Callable[..., Any]:
+    async def ainvoke(*args: Any, **kwargs: Any) -> Any:
+        for attempt in range(retries + 1):
+            try:
+                return await original(*args, **kwargs)
+            except Exception as exc:
+                messages, metrics = _call_parts(args, kwargs)
+                if attempt == retries or messages is None or not is_context_overflow(exc):
+                    raise
+                if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return _mark(ainvoke, original)
+
+
+def _stream(original: Callable[..., Iterator[Any]], manager: Any, retries: int) -> Callable[..., Iterator[Any]]:
+    def invoke_stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for attempt in range(retries + 1):
+            started = False
+            try:
+                for chunk in original(*args, **kwargs):
+                    started = True
+                    yield chunk
+                return
+            except Exception as exc:
+                messages, metrics = _call_parts(args, kwargs)
+                if started or attempt == retries or messages is None or not is_context_overflow(exc):
+                    raise
+                if not manager.recover_from_overflow(messages, attempt + 1, metrics):
+                    raise
+
+    return _mark(invoke_stream, original)
+
+
+def _astream(
+    original: Callable[..., AsyncIterator[Any]], manager: Any, retries: int
+) -> Callable[..., AsyncIterator[Any]]:
+    async def ainvoke_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        for attempt in range(retries + 1):
+            started = False
+            try:
+                async for chunk in original(*args, **kwargs):
+                    started = True
+                    yield chunk
+                return
+            except Exception as exc:
+                messages, metrics = _call_parts(args, kwargs)
+                if started or attempt == retries or messages is None or not is_context_overflow(exc):
+                    raise
+                if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):
+                    raise
+
+    return _mark(ainvoke_stream, original)
+
+
+_WRAPPERS: dict[str, Callable[..., Any]] = {
+    "invoke": _sync,
+    "ainvoke": _async,
+    "invoke_stream": _stream,
+    "ainvoke_stream": _astream,
+}
