@@ -571,7 +571,12 @@ class CompressionManager(AgnoCompressionManager):
         counter = self.counter_for(state.model)
         kept_tokens = self._count(state, plan.view(None))
         goal = self.target_tokens if target is None else target
-        budget = min(self.max_summary_tokens, max(self.min_summary_tokens, goal - kept_tokens))
+        # Aim for the target, but do not starve the summary while there is room for one more batch like the
+        # last one and then some: half of what is left after that goes to the summary.
+        limit = self.compress_at_tokens if target is None else int(target / self.target_ratio)
+        batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
+        headroom = (limit - kept_tokens - batch) // 2
+        budget = min(self.max_summary_tokens, max(self.min_summary_tokens, goal - kept_tokens, headroom))
         previous = plan.previous_summary.get_content_string() if plan.previous_summary is not None else None
         return SummaryRequest(
             messages=plan.folded, previous=previous, max_tokens=budget, count_tokens=counter.count_text

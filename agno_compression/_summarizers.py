@@ -173,11 +173,10 @@ class ExtractiveSummarizer:
             sections.get("Key facts", []),
             extract_facts("\n".join(message_text(m, use_compressed_content=False) for m in request.messages)),
         )
-        fact_lines = [f"{k}: {', '.join(v)}" for k, v in facts.items() if v]
         text = _fit(
             requests=requests,
             steps=steps,
-            facts=fact_lines,
+            facts=facts,
             latest=latest,
             earlier=sections.get("Earlier summary", []),
             max_tokens=request.max_tokens,
@@ -245,45 +244,76 @@ def _render(parts: dict[str, list[str]]) -> str:
     return "\n".join(out)
 
 
+_FACT_PRIORITY = ("errors", "exit_codes", "paths", "urls", "ids", "numbers")
+"""Which facts survive a tight budget: the first kinds are kept longest."""
+_STEP_SHARE = 0.4  # steps may use this share of the budget before facts are trimmed
+
+
+def _fact_lines(facts: dict[str, list[str]]) -> list[str]:
+    order = [k for k in _FACT_PRIORITY if k in facts] + [k for k in facts if k not in _FACT_PRIORITY]
+    return [f"{k}: {', '.join(facts[k])}" for k in order if facts[k]]
+
+
 def _fit(
     *,
     requests: list[str],
     steps: list[str],
-    facts: list[str],
+    facts: dict[str, list[str]],
     latest: list[str],
     earlier: list[str],
     max_tokens: int,
     count: Callable[[str], int],
 ) -> str:
-    """Render within ``max_tokens``: drop the oldest steps first, then shorten facts and requests."""
-    omitted = 0
-    parts = {
+    """Render within ``max_tokens``: facts first, then the newest steps, then the rest.
+
+    Facts already written elsewhere in the summary are not repeated; the oldest steps go first, down to
+    ``_STEP_SHARE`` of the budget; then the least important facts (numbers before ids before paths
+    before errors) are dropped; then more steps; then long lines are cut.
+    """
+    prose = "\n".join([*earlier, *requests, *steps, *latest])
+    facts = {k: [v for v in vs if v not in prose] for k, vs in facts.items()}
+    parts: dict[str, list[str]] = {
         "Earlier summary": earlier,
         "User requests": requests,
         "Steps": steps,
-        "Key facts": facts,
+        "Key facts": _fact_lines(facts),
         "Latest state": latest,
     }
-    text = _render(parts)
-    total = count(text)
-    if total <= max_tokens:
-        return text
-    # Drop oldest steps (their line costs are counted once) until the rest fits.
-    costs = [count(s) + 1 for s in steps]
-    excess = total - max_tokens
-    while steps and excess > 0:
-        excess -= costs.pop(0)
-        steps.pop(0)
-        omitted += 1
+
+    def total() -> int:
+        return count(_render(parts))
+
+    if total() <= max_tokens:
+        return _render(parts)
+    costs = [count(x) + 1 for x in steps]
+    omitted = 0
+
+    def drop_steps(limit: int) -> None:
+        nonlocal omitted
+        used = sum(costs)
+        while len(steps) > 1 and used > limit:
+            used -= costs.pop(0)
+            steps.pop(0)
+            omitted += 1
+
+    drop_steps(int(max_tokens * _STEP_SHARE))
+    excess = total() - max_tokens
+    for kind in reversed(_FACT_PRIORITY):  # drop the least important facts, oldest first
+        values = facts.get(kind, [])
+        while values and excess > 0:
+            excess -= count(values.pop(0)) + 1
+    parts["Key facts"] = _fact_lines(facts)
+    if total() > max_tokens:
+        drop_steps(0)
     if omitted:
         steps.insert(0, f"- ({omitted} earlier steps omitted here; the originals are in the session database)")
     text = _render(parts)
-    # Still too big: cut long lines of every section proportionally, then hard-trim.
+    # Still too big: cut long lines of every section, then hard-trim.
     for limit in (400, 200, 100, 60):
         if count(text) <= max_tokens:
             return text
         for section in parts.values():
-            section[:] = [_one_line(s, limit) for s in section]
+            section[:] = [_one_line(x, limit) for x in section]
         text = _render(parts)
     while count(text) > max_tokens and len(text) > 80:
         text = text[: int(len(text) * 0.9)]
