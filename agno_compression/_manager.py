@@ -577,6 +577,8 @@ class CompressionManager(AgnoCompressionManager):
         batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
         headroom = (limit - kept_tokens - batch) // 2
         budget = min(self.max_summary_tokens, max(self.min_summary_tokens, goal - kept_tokens, headroom))
+        if self.search_tool:  # the hint appended after the summarizer counts against the same cap
+            budget = max(self.min_summary_tokens // 2, budget - counter.count_text(SEARCH_HINT) - 1)
         previous = plan.previous_summary.get_content_string() if plan.previous_summary is not None else None
         return SummaryRequest(
             messages=plan.folded, previous=previous, max_tokens=budget, count_tokens=counter.count_text

@@ -1,0 +1,419 @@
+"""Replay recorded runs through real agno Agents with every context strategy, and measure each replay.
+
+Every replay runs in sync mode in this process: a ``ScriptedModel`` plays the recorded assistant
+turns, real agno tools return the recorded outputs, each recorded user message starts a run of one
+SQLite-backed session (later runs load earlier ones as history).
+
+Instrumentation (wrappers on the instances, and on two agno module functions for ``Compaction``)
+adds up the time spent in each strategy's own hooks ("machinery") and, inside it, the time spent
+in its summarizer; at every model call the machinery time since the previous call, minus the
+summarizer time, is booked to that call. What a summary kept (fact retention) is computed after
+the replay, from the folded messages and summaries the wrappers collected, so it costs nothing
+inside the timed hooks.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agno.models.message import Message
+
+from agno_compression import CompressionManager
+from agno_compression._eval import fact_retention
+from agno_compression._plan import pair_violations, plan_fold
+from agno_compression._replay import build_replay, observations_as_tool_calls, run_in_mode
+from agno_compression._summarizers import extract_facts
+from agno_compression._tokens import TokenCounter, message_text
+from agno_compression._trajectories import Trajectory
+
+SETTINGS = ("none", "agno-compress", "agno-compaction", "extractive", "mask", "pipeline", "llm")
+"""``none``; agno's ``CompressionManager(compress_token_limit=T)`` and ``Compaction(compact_at_tokens=T)``;
+this package's ``CompressionManager(compress_at_tokens=T, summarizer=...)``."""
+OURS = ("extractive", "mask", "pipeline", "llm")
+_COUNTER = TokenCounter("gpt-4o")
+
+
+# --- instrumentation ------------------------------------------------------------------------------
+
+
+class Meter:
+    """Time spent in a strategy's hooks and, within it, in its summarizer; booked per model call."""
+
+    def __init__(self) -> None:
+        self.machinery = 0.0
+        self.summarizer = 0.0
+        self.summarizer_calls = 0
+        self.per_call: list[float] = []
+        self._booked = 0.0
+        self._depth = 0
+        self.pairs: list[tuple[Sequence[Message], str]] = []
+        """(folded originals, summary) of every summary written, for fact retention."""
+        self.folds = 0
+
+    def machinery_wrapper(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._depth:  # nested hook: already timed by the outer one
+                return fn(*args, **kwargs)
+            self._depth += 1
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.machinery += time.perf_counter() - started
+                self._depth -= 1
+
+        return timed
+
+    def summarizer_wrapper(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.summarizer += time.perf_counter() - started
+                self.summarizer_calls += 1
+
+        return timed
+
+    def wrap(self, obj: Any, names: Sequence[str], *, summarizer: bool = False) -> None:
+        """Replace ``obj.<name>`` by a timed wrapper (on the instance only)."""
+        for name in names:
+            fn = getattr(obj, name)
+            object.__setattr__(obj, name, self.summarizer_wrapper(fn) if summarizer else self.machinery_wrapper(fn))
+
+    def book_call(self) -> None:
+        """A model call is about to be served: book the net machinery time since the previous call to it."""
+        net = self.machinery - self.summarizer
+        self.per_call.append(net - self._booked)
+        self._booked = net
+
+    def close(self) -> None:
+        """Book what ran after the last model call (the last run's post-hooks) to the last call."""
+        net = self.machinery - self.summarizer
+        if self.per_call:
+            self.per_call[-1] += net - self._booked
+        self._booked = net
+
+
+_ACTIVE: list[Meter] = []
+"""The meter of the replay running now (agno's compaction hooks are module functions)."""
+
+
+def _install_compaction_probes() -> None:
+    """Time agno's compaction steps, which are module functions of ``agno.agent._messages``."""
+    from agno.agent import _messages
+
+    if getattr(_messages, "_bench_probed", False):
+        return
+
+    def probe(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not _ACTIVE:
+                return fn(*args, **kwargs)
+            return _ACTIVE[-1].machinery_wrapper(fn)(*args, **kwargs)
+
+        return timed
+
+    for name in ("apply_compaction", "_stored_compaction"):
+        setattr(_messages, name, probe(getattr(_messages, name)))
+    _messages._bench_probed = True  # type: ignore[attr-defined]
+
+
+# --- one replay -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Replayed:
+    """One recording replayed with one setting at one threshold."""
+
+    source: str
+    name: str
+    setting: str
+    threshold: int
+    messages: int
+    tokens: list[int]
+    violations: int
+    wall: float
+    per_call: list[float] = field(default_factory=list)
+    folds: int = 0
+    masks: int = 0
+    summarizer_calls: int = 0
+    summarizer_prompt_tokens: int = 0
+    facts_kept: int = 0
+    facts_total: int = 0
+    max_summary_tokens: int = 0
+    floors: list[int] = field(default_factory=list)
+    fixed_peak: int = 0
+    """Largest system + current user message (+ tool definitions) of any call: what nothing can shrink."""
+    errors: int = 0
+    cpu: float = 0.0
+    """Process CPU seconds of the replay (less sensitive than wall time to other processes on the machine)."""
+    wall_none: float = 0.0
+    cpu_none: float = 0.0
+    """The same recording uncompressed, timed next to this replay (medians when repeated)."""
+    machinery: float = 0.0
+    summarizer: float = 0.0
+    """Seconds inside the strategy's hooks (summarizer included) and inside its summarizer."""
+    fact_tokens: list[int] = field(default_factory=list)
+    """Per summary: o200k tokens of every fact of what it replaced, listed once, comma-separated."""
+    facts_by_kind: dict[str, list[int]] = field(default_factory=dict)
+    """Fact kind -> [kept, total] over every summary."""
+    composition: dict[str, int] = field(default_factory=dict)
+    """Prompt tokens summed over the calls: ``floor`` (system, current user, last batch, tools), ``summary``
+    (this package's summary message) and ``rest`` (everything else: history and batches not folded yet)."""
+
+
+def _agno_compress(threshold: int, meter: Meter, summarizer: Any) -> dict[str, Any]:
+    from agno.compression.manager import CompressionManager as AgnoCompressionManager
+
+    manager = AgnoCompressionManager(model=summarizer, compress_token_limit=threshold)
+    original = manager._compress_tool_result
+
+    def compress_one(tool_result: Message, run_metrics: Any = None) -> str | None:
+        result = original(tool_result, run_metrics=run_metrics)
+        if result:
+            meter.pairs.append(([tool_result], result))
+        return result
+
+    object.__setattr__(manager, "_compress_tool_result", compress_one)
+    meter.wrap(manager, ["_compress_tool_result"], summarizer=True)
+    original_compress = manager.compress
+
+    def compress(messages: list[Message], run_metrics: Any = None) -> None:
+        before = manager.stats.get("tool_results_compressed", 0)
+        original_compress(messages, run_metrics=run_metrics)
+        if manager.stats.get("tool_results_compressed", 0) > before:
+            meter.folds += 1
+
+    object.__setattr__(manager, "compress", compress)
+    meter.wrap(manager, ["should_compress", "compress"])
+    return {"compression_manager": manager, "compress_tool_results": True}
+
+
+def _agno_compaction(threshold: int, meter: Meter, summarizer: Any) -> dict[str, Any]:
+    from agno.compaction import Compaction
+
+    _install_compaction_probes()
+    compaction = Compaction(model=summarizer, compact_at_tokens=threshold)
+    original = compaction._summarize
+
+    def summarize(
+        messages: list[Message], previous: str | None, run_metrics: Any = None, archived: bool = False
+    ) -> str | None:
+        text = original(messages, previous, run_metrics, archived)
+        if text:
+            meter.pairs.append((list(messages), text))
+            meter.folds += 1
+        return text
+
+    object.__setattr__(compaction, "_summarize", summarize)
+    meter.wrap(compaction, ["_summarize"], summarizer=True)
+    return {"compaction": compaction}
+
+
+def _ours(
+    setting: str, threshold: int, meter: Meter, summarizer: Any, target_ratio: float | None
+) -> CompressionManager:
+    def on_fold(event: Any, folded: Sequence[Message]) -> None:
+        if event.summary and folded:
+            meter.pairs.append((list(folded), event.summary))
+
+    manager = CompressionManager(
+        compress_at_tokens=threshold,
+        summarizer=setting,
+        model=summarizer if setting == "llm" else None,
+        on_fold=on_fold,
+        **({"target_ratio": target_ratio} if target_ratio is not None else {}),
+    )
+    inner = manager.strategy.summarizer
+    if inner is not None:
+        meter.wrap(inner, ["summarize"], summarizer=True)
+    meter.wrap(manager, ["should_compress", "compress", "register_run", "restore_run_messages"])
+    return manager
+
+
+FACT_KINDS = ("paths", "ids", "errors", "numbers", "exit_codes", "urls")
+
+
+def facts_by_kind(pairs: Sequence[tuple[Sequence[Message], str]]) -> tuple[dict[str, list[int]], list[int]]:
+    """``fact_retention`` split by fact kind (a fact found under two kinds counts under each), and per summary
+    the tokens it would take just to list every fact of what it replaced."""
+    out = {kind: [0, 0] for kind in FACT_KINDS}
+    need = []
+    for folded, summary in pairs:
+        facts = extract_facts("\n".join(message_text(m, use_compressed_content=False) for m in folded))
+        every: set[str] = set()
+        for kind in FACT_KINDS:
+            wanted = set(facts[kind])
+            every |= wanted
+            out[kind][0] += sum(1 for f in wanted if f in summary)
+            out[kind][1] += len(wanted)
+        need.append(_COUNTER.count_text(", ".join(sorted(every))))
+    return out, need
+
+
+def composition(requests: Sequence[Any]) -> dict[str, int]:
+    """Where the prompt tokens of ``requests`` go (see ``Replayed.composition``)."""
+    out = {"floor": 0, "summary": 0, "rest": 0}
+    for r in requests:
+        plan = plan_fold(r.messages)
+        floor = _COUNTER.count_prompt(plan.view(None), r.tools)
+        summary = _COUNTER.count_message(plan.previous_summary) if plan.previous_summary is not None else 0
+        out["floor"] += floor
+        out["summary"] += summary
+        out["rest"] += max(0, r.prompt_tokens - floor - summary)
+    return out
+
+
+def floors(requests: Sequence[Any]) -> tuple[list[int], int]:
+    """Per model call, tokens of system + current user + last tool batch only (plus the tool definitions);
+    and the largest system + current user (+ tool definitions) of any call."""
+    out = []
+    fixed = 0
+    for r in requests:
+        plan = plan_fold(r.messages)
+        out.append(_COUNTER.count_prompt(plan.view(None), r.tools))
+        users = [m for m in plan.kept if m.role == "user"][:1]
+        fixed = max(fixed, _COUNTER.count_prompt([*plan.system, *users], r.tools))
+    return out, fixed
+
+
+@dataclass
+class _Prepared:
+    agent: Any
+    model: Any
+    turns: list[Any]
+
+    def run(self) -> list[Any]:
+        """Each recorded user message as one run of the session, in order; the run outputs."""
+        outputs = []
+        for turn in self.turns:
+            outputs.append(run_in_mode(self.agent, turn.user, "sync"))
+            self.model.next_turn()
+        return outputs
+
+
+def _prepare(messages: Sequence[Message], manager: Any, db: Any, options: dict[str, Any]) -> _Prepared:
+    """The Agent ``agno_compression._replay.replay`` builds, plus ``options`` (agno's own strategies)."""
+    from agno.agent import Agent
+
+    system, turns, tools, model = build_replay(messages)
+    agent = Agent(
+        model=model,
+        tools=tools,
+        db=db,
+        session_id="bench",
+        system_message=system,
+        add_history_to_context=True,
+        num_history_runs=None,
+        tool_call_limit=None,
+        telemetry=False,
+        **options,
+    )
+    if manager is not None:
+        manager.attach(agent)
+    return _Prepared(agent=agent, model=model, turns=turns)
+
+
+def replay_one(
+    trajectory: Trajectory,
+    setting: str,
+    threshold: int,
+    workdir: Path,
+    *,
+    summarizer_factory: Callable[[], Any],
+    analyse: bool = True,
+    target_ratio: float | None = None,
+) -> Replayed:
+    """Replay ``trajectory`` with ``setting`` (a name in ``SETTINGS``) at ``threshold`` tokens.
+
+    ``analyse=False`` skips what is computed after the replay (violations, fact retention, floors,
+    token composition): for replays that only repeat a timing.
+    """
+    from agno.db.sqlite import SqliteDb
+    from agno.run.base import RunStatus
+
+    meter = Meter()
+    summarizer = summarizer_factory()
+    messages = observations_as_tool_calls(trajectory.messages)
+    db_file = workdir / f"replay-{time.monotonic_ns()}.db"
+    db = SqliteDb(db_file=str(db_file))
+    manager = None
+    options: dict[str, Any] = {}
+    if setting == "agno-compress":
+        options = _agno_compress(threshold, meter, summarizer)
+    elif setting == "agno-compaction":
+        options = _agno_compaction(threshold, meter, summarizer)
+    elif setting in OURS:
+        manager = _ours(setting, threshold, meter, summarizer, target_ratio)
+    elif setting != "none":
+        raise ValueError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")
+    prepared = _prepare(messages, manager, db, options)
+    model = prepared.model
+    serve = model._reply
+
+    def reply(msgs: list[Message], tools: Any) -> Any:
+        meter.book_call()
+        return serve(msgs, tools)
+
+    object.__setattr__(model, "_reply", reply)
+    _ACTIVE.append(meter)
+    gc.collect()  # garbage of earlier replays is not this replay's cost
+    try:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        outputs = prepared.run()
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    finally:
+        _ACTIVE.pop()
+    meter.close()
+    requests = model.requests
+    if not analyse:
+        meter.pairs = []
+    floor_counts, fixed = floors(requests) if setting == "none" and analyse else ([], 0)
+    by_kind, fact_tokens = facts_by_kind(meter.pairs)
+    errors = sum(1 for out in outputs if getattr(out, "status", None) == RunStatus.error)
+    kept = total = biggest = 0
+    for folded, summary in meter.pairs:
+        k, t = fact_retention(folded, summary)
+        kept, total = kept + k, total + t
+        biggest = max(biggest, _COUNTER.count_text(summary))
+    stats = manager.stats if manager is not None else {}
+    row = Replayed(
+        source=trajectory.source,
+        name=trajectory.name,
+        setting=setting,
+        threshold=threshold,
+        messages=len(messages),
+        tokens=[r.prompt_tokens for r in requests],
+        violations=sum(len(pair_violations(r.messages)) for r in requests) if analyse else 0,
+        wall=wall,
+        per_call=meter.per_call if setting != "none" else [],
+        folds=stats.get("folds", 0) if manager is not None else meter.folds,
+        masks=stats.get("masks", 0),
+        summarizer_calls=meter.summarizer_calls,
+        summarizer_prompt_tokens=sum(r.prompt_tokens for r in getattr(summarizer, "requests", [])),
+        facts_kept=kept,
+        facts_total=total,
+        max_summary_tokens=biggest,
+        floors=floor_counts,
+        fixed_peak=fixed,
+        errors=errors,
+        cpu=cpu,
+        machinery=meter.machinery,
+        summarizer=meter.summarizer,
+        facts_by_kind=by_kind,
+        fact_tokens=fact_tokens,
+        composition=composition(requests) if analyse else {},
+    )
+    db.db_engine.dispose()
+    db_file.unlink(missing_ok=True)
+    return row

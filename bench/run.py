@@ -1,0 +1,251 @@
+"""Benchmark: every context strategy side by side on the shared recorded agent runs, offline, in one process.
+
+    python bench/run.py [--quick] [--thresholds 8000 16000 32000] [--out bench/RESULTS.md]
+
+Replays the recordings of ``../shared/trajectories`` (tau-bench, OpenHands, SWE-agent, TapeAgents)
+through real agno Agents (a scripted model plays the recorded assistant turns, real tools return
+the recorded outputs), with no compression, agno's ``CompressionManager(compress_token_limit=T)``
+and ``Compaction(compact_at_tokens=T)``, and this package's extractive, mask, pipeline and llm
+strategies, plus a few long sessions chained from the same recordings. It also times loading a
+10,000-message session with 100 folds. Writes ``bench/RESULTS.md``; ``--quick`` replays a few
+small recordings at one threshold (the smoke test runs it).
+
+Everything is offline: non-loopback connections are refused; agno's token counter gets tiktoken
+rank files from the ``bpe-openai`` package through a private ``TIKTOKEN_CACHE_DIR``; summaries
+that agno's built-ins and the ``llm`` strategy ask a model for are written by a deterministic
+offline stand-in model (``_offline.digest``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _offline  # noqa: E402
+import _replays  # noqa: E402
+import _report  # noqa: E402
+import _session_load  # noqa: E402
+from agno.models.message import Message  # noqa: E402
+
+from agno_compression._replay import observations_as_tool_calls  # noqa: E402
+from agno_compression._tokens import TokenCounter  # noqa: E402
+from agno_compression._trajectories import Trajectory, iter_shared_trajectories  # noqa: E402
+
+DEFAULT_TRAJECTORIES = HERE.parent.parent / "shared" / "trajectories"
+DEFAULT_OUT = HERE / "RESULTS.md"
+LONG = "long sessions"
+"""Source name of the sessions chained from several recordings of one source."""
+CHAIN_MESSAGES = 240
+"""A chained session takes the longest recordings of its source until it has at least this many messages."""
+_COUNTER = TokenCounter("gpt-4o")
+
+
+def chain(trajectories: Sequence[Trajectory], source: str, min_messages: int) -> Trajectory | None:
+    """One session made of ``source``'s longest recordings, one after the other (one system prompt).
+
+    Each recording keeps its own user messages, so it adds one or more runs to the session and
+    later runs see the earlier ones as history. Tool call ids are prefixed per recording so no
+    two calls of the session share an id.
+    """
+    picked = sorted((t for t in trajectories if t.source == source), key=lambda t: -len(t.messages))
+    messages: list[Message] = []
+    used = 0
+    for k, t in enumerate(picked):
+        for m in observations_as_tool_calls(t.messages):
+            if m.role in ("system", "developer") and messages:
+                continue
+            update: dict[str, object] = {}
+            if m.tool_calls:
+                update["tool_calls"] = [{**c, "id": f"t{k}-{c.get('id')}"} for c in m.tool_calls]
+            if m.tool_call_id:
+                update["tool_call_id"] = f"t{k}-{m.tool_call_id}"
+            messages.append(m.model_copy(update=update) if update else m)
+        used += 1
+        if len(messages) >= min_messages:
+            break
+    if not messages:
+        return None
+    return Trajectory(source=LONG, name=f"{source} x{used} chained", messages=messages)
+
+
+def select_quick(trajectories: Sequence[Trajectory], threshold: int, per_source: int = 1) -> list[Trajectory]:
+    """The smallest recordings of each source whose conversation alone is over ``threshold`` tokens."""
+    chosen: list[Trajectory] = []
+    for source in dict.fromkeys(t.source for t in trajectories):
+        over = [
+            t
+            for t in trajectories
+            if t.source == source and _COUNTER.count_messages(observations_as_tool_calls(t.messages)) > threshold
+        ]
+        chosen += sorted(over, key=lambda t: len(t.messages))[:per_source]
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").strip().splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few small recordings, one threshold, small session")
+    parser.add_argument("--thresholds", type=int, nargs="+", help="token thresholds (default 8000 16000 32000)")
+    parser.add_argument("--settings", nargs="+", choices=_replays.SETTINGS[1:], help="strategies to compare")
+    parser.add_argument("--trajectories", type=Path, default=DEFAULT_TRAJECTORIES, help="shared trajectories folder")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the results go (default bench/RESULTS.md)")
+    parser.add_argument("--session-messages", type=int, help="messages in the session-load test (default 10000)")
+    parser.add_argument("--session-folds", type=int, help="fold records in the session-load test (default 100)")
+    parser.add_argument(
+        "--target-ratio", type=float, help="what-if: target_ratio for this package's managers (default: theirs)"
+    )
+    parser.add_argument("--repeats", type=int, help="timed rounds per recording and threshold (default 3; quick 1)")
+    parser.add_argument("--profile", metavar="SETTING", help="profile SETTING on the long sessions with pyinstrument")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show agno's and our log lines")
+    args = parser.parse_args(argv)
+    if not args.trajectories.is_dir():
+        print(f"error: no trajectory folder at {args.trajectories}", file=sys.stderr)
+        return 2
+    thresholds = args.thresholds or ([8_000] if args.quick else [8_000, 16_000, 32_000])
+    settings = list(args.settings or _replays.SETTINGS[1:])
+    n_messages = args.session_messages or (1_000 if args.quick else 10_000)
+    n_folds = args.session_folds or (10 if args.quick else 100)
+    load_repeats = 3 if args.quick else 15
+    repeats = args.repeats or (1 if args.quick else 3)
+
+    if not args.verbose:
+        logging.disable(logging.WARNING)  # agno and agno-compression warn on purpose (tight budgets); keep output short
+        warnings.simplefilter("ignore")
+    _offline.forbid_network()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="agno-compression-bench-") as tmp:
+        work = Path(tmp)
+        encodings = _offline.provide_tiktoken_rank_files(work / "tiktoken")
+        _offline.check_agno_counts_offline()
+
+        def say(text: str) -> None:
+            print(f"[{time.perf_counter() - started:7.1f}s] {text}", file=sys.stderr, flush=True)
+
+        real = list(iter_shared_trajectories(args.trajectories))
+        if args.quick:
+            recordings = select_quick(real, min(thresholds))
+        else:
+            long = [c for s in dict.fromkeys(t.source for t in real) if (c := chain(real, s, CHAIN_MESSAGES))]
+            recordings = real + long
+        say(f"{len(recordings)} recordings; thresholds {thresholds}; settings {settings}")
+        if args.profile:
+            return _profile(args.profile, thresholds, [r for r in recordings if r.source == LONG] or recordings, work)
+
+        def replay(t: Trajectory, setting: str, threshold: int, analyse: bool = True) -> _replays.Replayed:
+            return _replays.replay_one(
+                t,
+                setting,
+                threshold,
+                work,
+                summarizer_factory=_offline.standin_summarizer,
+                analyse=analyse,
+                target_ratio=args.target_ratio,
+            )
+
+        warm = min(recordings, key=lambda t: len(t.messages))
+        for setting in ["none", *settings]:  # imports, encodings, SQLite: not part of any timing
+            replay(warm, setting, min(thresholds))
+        baseline = {}
+        for i, t in enumerate(recordings, 1):
+            baseline[t.name] = replay(t, "none", 0)
+            if i % 50 == 0:
+                say(f"baseline {i}/{len(recordings)}")
+        rows: list[_replays.Replayed] = []
+        for threshold in thresholds:
+            eligible = [t for t in recordings if max(baseline[t.name].tokens, default=0) > threshold]
+            say(f"{threshold}: {len(eligible)} recordings over the threshold without compression")
+            for t in eligible:
+                rows += _paired(t, threshold, settings, repeats, replay)
+        say(f"session load: {n_messages} messages, {n_folds} folds")
+        load = _session_load.run(work, [t.messages for t in real], n_messages, n_folds, load_repeats)
+        command = "python bench/run.py" + (" --quick" if args.quick else "")
+        if args.thresholds:
+            command += " --thresholds " + " ".join(map(str, thresholds))
+        if args.settings:
+            command += " --settings " + " ".join(settings)
+        if args.target_ratio is not None:
+            command += f" --target-ratio {args.target_ratio}"
+        if args.repeats:
+            command += f" --repeats {repeats}"
+        if args.session_messages or args.session_folds:
+            command += f" --session-messages {n_messages} --session-folds {n_folds}"
+        text = _report.render(
+            command=command,
+            thresholds=thresholds,
+            settings=settings,
+            recordings=recordings,
+            baseline=baseline,
+            rows=rows,
+            load=load,
+            encodings=encodings,
+            seconds=time.perf_counter() - started,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    say(f"wrote {args.out}")
+    return 0
+
+
+def _paired(
+    t: Trajectory,
+    threshold: int,
+    settings: Sequence[str],
+    repeats: int,
+    replay: Callable[[Trajectory, str, int, bool], _replays.Replayed],
+) -> list[_replays.Replayed]:
+    """Replay ``t`` with every setting, next to an uncompressed replay, ``repeats`` rounds in rotating order.
+
+    The first replay of each setting gives the figures; wall and CPU time are the medians over the
+    rounds, and so are those of the uncompressed replays of the same rounds, so drift and other
+    processes on the machine hit both sides of every ratio alike.
+    """
+    order = ["none", *settings]
+    first: dict[str, _replays.Replayed] = {}
+    walls: dict[str, list[float]] = {s: [] for s in order}
+    cpus: dict[str, list[float]] = {s: [] for s in order}
+    for r in range(repeats):
+        for setting in order[r % len(order) :] + order[: r % len(order)]:
+            row = replay(t, setting, threshold, setting not in first and setting != "none")
+            first.setdefault(setting, row)
+            walls[setting].append(row.wall)
+            cpus[setting].append(row.cpu)
+    rows = []
+    for setting in settings:
+        row = first[setting]
+        row.wall, row.cpu = statistics.median(walls[setting]), statistics.median(cpus[setting])
+        row.wall_none, row.cpu_none = statistics.median(walls["none"]), statistics.median(cpus["none"])
+        rows.append(row)
+    return rows
+
+
+def _profile(setting: str, thresholds: Sequence[int], recordings: Sequence[Trajectory], work: Path) -> int:
+    """Replay ``recordings`` with ``setting`` at the first threshold under pyinstrument and print the profile."""
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        print("error: --profile needs pyinstrument (pip install pyinstrument)", file=sys.stderr)
+        return 2
+    run: Callable[[Trajectory], _replays.Replayed] = lambda t: _replays.replay_one(  # noqa: E731
+        t, setting, thresholds[0], work, summarizer_factory=_offline.standin_summarizer
+    )
+    run(recordings[0])  # warm-up
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for t in recordings:
+        run(t)
+    profiler.stop()
+    print(profiler.output_text(unicode=True, color=False, show_all=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
