@@ -120,6 +120,8 @@ class _RunState:
     context: _RunContext | None = None
     sent_tokens: int = 0
     calibrated_on: str | None = None
+    stuck_at: int | None = None
+    """Prompt tokens after a fold that could not get under the budget (the kept messages alone exceed it)."""
     policed: set[int] = field(default_factory=set)
     """``id()`` of tool messages the observation policy has already seen."""
 
@@ -497,6 +499,12 @@ class CompressionManager(AgnoCompressionManager):
     def _over_budget(self, state: _RunState, messages: list[Message]) -> bool:
         self._calibrate(state, messages)
         state.prompt_tokens = state.sent_tokens = self._count(state, messages)
+        if state.stuck_at is not None:
+            # The last fold could not reach the budget: folding one more batch each call would loop. Fold again
+            # only once the span that can be folded has grown by the target gap.
+            if state.prompt_tokens - state.stuck_at < self.compress_at_tokens - self.target_tokens:
+                return False
+            state.stuck_at = None
         return state.prompt_tokens > self.compress_at_tokens
 
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
@@ -648,6 +656,7 @@ class CompressionManager(AgnoCompressionManager):
             self._account(summary, run_metrics)
         shortened = self._shorten_kept(state, plan, *(limits or ()))
         after = state.sent_tokens = self._count(state, messages)
+        state.stuck_at = after if after > (limits[0] if limits else self.compress_at_tokens) else None
         if summary is None and not shortened:
             return
         event = FoldEvent(
@@ -678,12 +687,16 @@ class CompressionManager(AgnoCompressionManager):
         for m in tools:
             if total <= limit:
                 break
+            if m.compressed_content is None and not isinstance(m.content, str):
+                continue  # image or other parts: a text stand-in would change what the model receives
             size = counter.count_message(m)
             text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
             allowed = max(200, size - (total - target))
             if allowed >= size:
                 continue
             chars = max(400, int(len(text) * allowed / max(size, 1)))
+            if len(text) <= chars:
+                continue
             m.compressed_content = shorten_text(text, chars)
             total = self._count(state, state.live)
             shortened.append(m.id)

@@ -165,10 +165,11 @@ class ExtractiveSummarizer:
                     latest = [f"- {_one_line(str(m.content), self.reasoning_chars * 2)}"]
                     steps.append(f"- assistant: {_one_line(str(m.content), self.reasoning_chars)}")
                 steps.extend(f"- call {_call_repr(c, self.call_chars)}" for c in m.tool_calls or [])
-            elif m.role == "tool":
+            elif m.role in ("tool", "function"):  # "function": the legacy OpenAI result role
                 steps.append(self._observation_line(m, text, calls))
             elif m.role not in ("system", "developer"):
-                steps.append(f"- {m.role}: {_one_line(text, self.reasoning_chars)}")
+                # an unknown role's text is data of unknown origin: quote it like a tool output
+                steps.append(f'- {m.role} message » "{_one_line(text, self.reasoning_chars)}"')
         facts = _merge_facts(
             sections.get("Key facts", []),
             extract_facts("\n".join(message_text(m, use_compressed_content=False) for m in request.messages)),
@@ -315,9 +316,11 @@ def _fit(
         for section in parts.values():
             section[:] = [_one_line(x, limit) for x in section]
         text = _render(parts)
-    while count(text) > max_tokens and len(text) > 80:
-        text = text[: int(len(text) * 0.9)]
-    return text
+    # Last resort: trim the body, never the data-not-instructions header (it may then exceed a tiny budget).
+    body = text[len(SUMMARY_HEADER) :]
+    while body and count(SUMMARY_HEADER + body) > max_tokens:
+        body = body[: int(len(body) * 0.9)]
+    return SUMMARY_HEADER + body
 
 
 # --- llm -------------------------------------------------------------------------------------------
@@ -345,8 +348,9 @@ def render_transcript(messages: Sequence[Message], *, max_chars_per_message: int
         if len(text) > max_chars_per_message:
             half = max_chars_per_message // 2
             text = f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
-        if m.role == "tool":
+        if m.role in ("tool", "function"):
             name = tool_name_of(m, calls)
+            text = text.replace("</tool_output", "<\\/tool_output")  # the data block cannot be closed from inside
             out.append(f'<tool_output tool="{name}" call_id="{m.tool_call_id or ""}">\n{text}\n</tool_output>')
         else:
             out.append(f"[{m.role}]\n{text}")
