@@ -15,6 +15,7 @@ no fold) with a logged warning.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -632,11 +633,39 @@ class CompressionManager(AgnoCompressionManager):
     async def _summarize_async(self, request: SummaryRequest, overflow: bool = False) -> Summary:
         summarizer = self.strategy.summarizer or (self._fallback if overflow else None)
         assert summarizer is not None
+        if isinstance(summarizer, ExtractiveSummarizer):
+            return summarizer.summarize(request)  # pure and fast
         try:
-            result = await asyncio.wait_for(summarizer.asummarize(request), self.summarizer_timeout)
+            if isinstance(summarizer, LLMSummarizer):
+                result = await asyncio.wait_for(summarizer.asummarize(request), self.summarizer_timeout)
+            else:
+                # Another summarizer's async code might block the event loop, which wait_for cannot interrupt:
+                # its sync ``summarize`` runs in a daemon thread instead, and only the waiting is async.
+                result = await asyncio.wait_for(self._in_thread(summarizer, request), self.summarizer_timeout)
             return self._checked(result, summarizer)
         except Exception as exc:
             return self._fallback_summary(request, summarizer, exc)
+
+    @staticmethod
+    def _in_thread(summarizer: Summarizer, request: SummaryRequest) -> asyncio.Future[Any]:
+        """``summarizer.summarize(request)`` on a daemon thread (an abandoned one never holds up the run's end)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if not future.done():
+                future.set_exception(error) if error is not None else future.set_result(result)
+
+        def work() -> None:
+            try:
+                result, error = summarizer.summarize(request), None
+            except BaseException as exc:
+                result, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, result, error)
+
+        threading.Thread(target=work, name="agno-compression-summarizer", daemon=True).start()
+        return future
 
     def _apply(
         self,

@@ -430,11 +430,6 @@ class BlockingAsyncSummarizer:
         return self.summarize(request)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_manager.py _summarize_async bounds asummarize with asyncio.wait_for, which cannot interrupt a coroutine "
-    "that blocks the event loop: an async run waits the full 1.5s per fold despite summarizer_timeout=0.2",
-)
 def test_blocking_async_summarizer_is_bounded_by_the_timeout(tmp_path: Path) -> None:
     blocking = BlockingAsyncSummarizer()
     h = build(db=SqliteDb(db_file=str(tmp_path / "a.db")), summarizer=blocking, summarizer_timeout=0.2, steps=8)
