@@ -9,7 +9,6 @@ recovery path can keep the run alive.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -29,6 +28,7 @@ from werkzeug import Request, Response
 
 from agno_compression import CompressionManager, full_messages
 from agno_compression._recovery import is_context_overflow
+from agno_compression._replay import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 MODES = ("sync", "async", "stream", "astream")
@@ -158,20 +158,8 @@ def openai(httpserver: Any) -> OpenAIChat:
 
 
 def run(target: Agent | Team, mode: str, prompt: str = "Read every chunk of the build log.") -> Any:
-    if mode == "sync":
-        target.run(prompt)
-    elif mode == "stream":
-        for _ in target.run(prompt, stream=True):
-            pass
-    elif mode == "async":
-        asyncio.run(target.arun(prompt))  # type: ignore[arg-type]
-    else:
-
-        async def consume() -> None:
-            async for _ in target.arun(prompt, stream=True):  # type: ignore[union-attr]
-                pass
-
-        asyncio.run(consume())
+    """Run in ``mode`` and return the stored run output (also for a run that ended in an error)."""
+    run_in_mode(target, prompt, {"astream": "async-stream"}.get(mode, mode))
     output = target.get_last_run_output()
     assert output is not None
     return output

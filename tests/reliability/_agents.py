@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,32 +11,12 @@ from agno.models.message import Message
 
 from agno_compression import CompressionManager, FoldEvent
 from agno_compression._plan import is_summary
+from agno_compression._replay import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 BUDGET = 3_000
 SYSTEM = "You read build logs."
 MODES = ("sync", "async", "stream", "async-stream")
-
-
-def run_in_mode(agent: Any, text: str, mode: str) -> Any:
-    """Run ``agent`` on ``text`` in one of the four modes agno offers; returns the final run output."""
-    if mode == "sync":
-        return agent.run(text)
-    if mode == "stream":
-        last = None
-        for event in agent.run(text, stream=True, yield_run_output=True):
-            last = event
-        return last
-    if mode == "async":
-        return asyncio.run(agent.arun(text))
-
-    async def consume() -> Any:
-        last = None
-        async for event in agent.arun(text, stream=True, yield_run_output=True):
-            last = event
-        return last
-
-    return asyncio.run(consume())
 
 
 def current_user(messages: list[Message]) -> str:
