@@ -5,6 +5,8 @@ Shared by the ``agno-compression eval`` command and the benchmarks.
 
 from __future__ import annotations
 
+import json
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,11 +16,134 @@ from typing import Any
 from agno.models.message import Message
 
 from ._manager import CompressionManager, FoldEvent
-from ._plan import pair_violations
+from ._plan import is_summary, pair_violations
 from ._replay import observations_as_tool_calls, replay
 from ._summarizers import extract_facts
-from ._tokens import message_text
+from ._tokens import TokenCounter, message_text
 from ._trajectories import Trajectory
+
+CACHE_RATES = (0.1, 0.25)
+"""What a cached prompt prefix is billed at, as a share of the normal input price (OpenAI, Gemini ~0.1; 0.25 kept
+as a cautious second column)."""
+
+
+# --- what a user pays: prompt tokens with provider prompt caching --------------------------------------
+
+
+def sent_key(message: Message) -> tuple[Any, ...]:
+    """What decides a prompt-cache hit for one message: role, content as sent, tool calls, call id."""
+    content: Any = message.content
+    if message.role == "tool" and message.compressed_content is not None:
+        content = message.compressed_content
+    if not isinstance(content, str):
+        content = json.dumps(content, sort_keys=True, default=str)
+    calls = json.dumps(message.tool_calls, sort_keys=True, default=str) if message.tool_calls else None
+    return (message.role, content, calls, message.tool_call_id)
+
+
+def cached_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
+    """How many leading messages of ``current`` are identical (as sent) to ``previous``'s."""
+    n = 0
+    for a, b in zip(previous, current):
+        if a is not b and sent_key(a) != sent_key(b):
+            break
+        n += 1
+    return n
+
+
+def cached_costs(
+    requests: Sequence[tuple[Sequence[Message], int]],
+    counter: TokenCounter,
+    rates: Sequence[float] = CACHE_RATES,
+) -> list[float]:
+    """The input cost of a sequence of model calls, in token units, for each cache ``rate``.
+
+    ``requests`` holds each call's messages (as sent) and its whole prompt size in tokens. The leading
+    messages identical to the previous call's (and the tool definitions before them) are billed at
+    ``rate``; the rest at 1. The first call pays in full. This is how OpenAI, Anthropic and Gemini bill
+    cached prefixes, and why a fold that rewrites early messages costs more than its token count shows.
+    """
+    totals = [0.0 for _ in rates]
+    previous: Sequence[Message] | None = None
+    for messages, prompt_tokens in requests:
+        hit = cached_prefix(previous, messages) if previous is not None else 0
+        sizes = [counter.count_message(m) for m in messages]
+        # tool definitions and per-prompt overhead come first and never change within a session
+        fixed = max(0, prompt_tokens - sum(sizes)) if previous is not None else 0
+        cached = fixed + sum(sizes[:hit])
+        for i, rate in enumerate(rates):
+            totals[i] += rate * cached + (prompt_tokens - cached)
+        previous = messages
+    return totals
+
+
+# --- what the agent acted on, and whether the last prompt still holds it -----------------------------
+
+_ACTED_PATH = re.compile(
+    r"(?<![\w/.:~-])(?:~|\.{1,2})?/?(?:[\w.+-]+/)+[\w.+-]*"
+    r"|(?<![\w/.-])[\w+-]+(?:\.[\w+-]+)*\.(?:py|pyi|c|h|cc|cpp|hpp|rs|go|js|jsx|ts|tsx|java|kt|rb|php|cs|swift|json|"
+    r"ya?ml|toml|md|rst|txt|cfg|ini|sh|sql|html|css|xml|csv|lock|pony|ipynb)\b"
+)
+_ACTED_TEST = re.compile(r"\btest_\w+")
+_ACTED_ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
+
+
+def _agent_text(message: Message) -> str:
+    """The agent's own words: an assistant message's text and its tool-call arguments (decoded when JSON)."""
+    parts = [message_text(message, use_compressed_content=False) if not message.tool_calls else str(message.content or "")]
+    for call in message.tool_calls or []:
+        raw = call.get("function", {}).get("arguments", "") if isinstance(call, dict) else ""
+        try:
+            value = json.loads(raw) if isinstance(raw, str) and raw else raw
+        except ValueError:
+            value = raw
+        parts.extend(_strings(value))
+    return "\n".join(p for p in parts if p)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [] if value is None else [str(value)]
+
+
+def acted_on_facts(messages: Iterable[Message]) -> set[str]:
+    """File paths and ``test_*`` names in the agent's own messages and tool-call arguments, plus exception
+    names (``*Error``, ``*Exception``) anywhere: what the agent acted on, by exact string."""
+    facts: set[str] = set()
+    seen: set[str] = set()
+    for m in messages:
+        if is_summary(m) or m.id in seen:
+            continue
+        seen.add(m.id)
+        if m.role == "assistant":
+            own = _agent_text(m)
+            facts.update(p for p in _ACTED_PATH.findall(own) if _is_path(p, own))
+            facts.update(_ACTED_TEST.findall(own))
+        facts.update(_ACTED_ERROR.findall(message_text(m, use_compressed_content=False)))
+    return facts
+
+
+def _is_path(candidate: str, text: str) -> bool:
+    """A path-like match that names a file or folder (not ``and/or``, ``1/2`` or a piece of a URL)."""
+    if not any(c.isalpha() for c in candidate) or candidate.startswith("//") or f"://{candidate}" in text:
+        return False
+    last = candidate.rstrip("/").rsplit("/", 1)[-1]
+    anchored = candidate.startswith(("/", "./", "../", "~"))
+    return "." in last.strip(".") or anchored or candidate.count("/") >= 2
+
+
+def retention_at_end(requests: Sequence[Sequence[Message]]) -> tuple[int, int]:
+    """(kept, total): acted-on facts of everything the model was ever sent that its last prompt still holds."""
+    if not requests:
+        return 0, 0
+    facts = acted_on_facts(m for request in requests for m in request)
+    final = "\n".join(message_text(m, use_compressed_content=True) for m in requests[-1])
+    return sum(1 for f in facts if f in final), len(facts)
 
 
 def fact_retention(folded: Sequence[Message], summary: str) -> tuple[int, int]:

@@ -32,10 +32,13 @@ from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_message
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
 from ._plan import (
+    HISTORY,
+    PROGRESS,
     FoldPlan,
     calls_by_id,
     drop_failed_calls,
     filter_folded,
+    find_current_user,
     is_summary,
     make_summary_message,
     plan_fold,
@@ -63,6 +66,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agno_compression")
 
 _MAX_TRACKED_RUNS = 256
+EARLY_FOLD_GAP = 4
+"""Model calls at least between a fold and an early (under budget) one: the agent keeps a few steps verbatim."""
 
 
 @dataclass
@@ -125,6 +130,12 @@ class _RunState:
     """Prompt tokens after a fold that could not get under the budget (the kept messages alone exceed it)."""
     policed: set[int] = field(default_factory=set)
     """``id()`` of tool messages the observation policy has already seen."""
+    current: Message | None = None
+    """The run's own input message (the current user message), found when the live list is first seen."""
+    calls: int = 0
+    """Model calls of this live list seen so far."""
+    folded_at: int = -EARLY_FOLD_GAP
+    """``calls`` at the newest fold of this live list."""
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""
@@ -173,6 +184,12 @@ class CompressionManager(AgnoCompressionManager):
     """When the provider rejects a prompt as too long: fold harder and retry this many times (0: off)."""
     search_tool: bool = True
     """Give the agent ``search_folded_history`` to read the exact originals of what was folded."""
+    cache_rate: float = 0.1
+    """What the provider bills a cached prompt prefix at, as a share of its normal input price (0.1 for OpenAI,
+    Anthropic and Gemini); used to decide when folding before the budget is reached pays off."""
+    payback_calls: int | None = 3
+    """Fold before the budget is reached when the fold pays for the prompt cache it breaks (and for the
+    summarizer's own tokens) within this many model calls; ``None`` folds only when the budget is exceeded."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
@@ -198,6 +215,14 @@ class CompressionManager(AgnoCompressionManager):
             raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
         if self.summarizer_timeout <= 0:
             raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
+        if isinstance(self.cache_rate, bool) or not isinstance(self.cache_rate, (int, float)) or not (
+            0.0 <= self.cache_rate <= 1.0
+        ):
+            raise ConfigError(f"cache_rate must be a number from 0 to 1, got {self.cache_rate!r}")
+        if self.payback_calls is not None and (
+            isinstance(self.payback_calls, bool) or not isinstance(self.payback_calls, int) or self.payback_calls < 1
+        ):
+            raise ConfigError(f"payback_calls must be None or an int >= 1, got {self.payback_calls!r}")
         self.strategy = resolve_strategy(self.summarizer, self.model)
         # agno's own knobs: folding is driven by our threshold, never by agno's count trigger.
         self.compress_tool_results = True
@@ -340,6 +365,8 @@ class CompressionManager(AgnoCompressionManager):
         if self.retained_turns is not None:
             history = retain_turns(history, self.retained_turns)
         messages[:] = history
+        current = find_current_user(messages)  # before the model answers: the run's own input is the newest user
+        state.current = messages[current] if current is not None else None
 
     def _apply_earlier_folds(self, state: _RunState, messages: list[Message]) -> list[Message]:
         """Drop history the session folded before and put its newest summary in its place."""
@@ -498,6 +525,7 @@ class CompressionManager(AgnoCompressionManager):
         return state
 
     def _over_budget(self, state: _RunState, messages: list[Message]) -> bool:
+        state.calls += 1
         self._calibrate(state, messages)
         state.prompt_tokens = state.sent_tokens = self._count(state, messages)
         if state.stuck_at is not None:
@@ -506,35 +534,75 @@ class CompressionManager(AgnoCompressionManager):
             if state.prompt_tokens - state.stuck_at < self.compress_at_tokens - self.target_tokens:
                 return False
             state.stuck_at = None
-        return state.prompt_tokens > self.compress_at_tokens
+        if state.prompt_tokens > self.compress_at_tokens:
+            return True
+        return self._pays_to_fold(state)
+
+    def _pays_to_fold(self, state: _RunState) -> bool:
+        """True when folding now, under the budget, costs less than it saves within ``payback_calls`` calls.
+
+        A fold rewrites everything after the part of the prompt it leaves untouched (system, history
+        summary, current user message): the new summaries are billed uncached once, and a model-written
+        summary costs its own prompt and answer. In return every later call sends ``freed`` fewer tokens,
+        each saving ``cache_rate`` of their price (they would have been cache hits).
+        """
+        if (
+            self.payback_calls is None
+            or self.strategy.summarizer is None
+            or state.prompt_tokens < self.target_tokens
+            or state.calls - state.folded_at < EARLY_FOLD_GAP
+        ):
+            return False
+        plan = self._plan(state)
+        if not plan.has_work:
+            return False
+        size = self.counter_for(state.model).count_message
+        folded = sum(size(m) for m in plan.folded)
+        previous = sum(size(m) for m in (plan.history_summary, plan.progress_summary) if m)
+        summary = min(self.max_summary_tokens, previous + folded // 10 + 50)  # grows with what it absorbs
+        freed = folded + previous - summary
+        # new history summary: the current user message after it is no longer a cache hit either
+        rewrite = summary + (sum(size(m) for m in (*plan.before, plan.current) if m) if plan.history else 0)
+        model_cost = 0 if isinstance(self.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
+        gain = self.payback_calls * self.cache_rate * freed
+        return freed > 0 and rewrite * (1 - self.cache_rate) + model_cost <= gain
 
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         try:
             state = self._state(messages)
-            plan = plan_fold(messages)
+            plan = self._plan(state)
             if self._mask_enough(state, plan):
                 return
-            summary = None
+            summaries: dict[str, Summary] = {}
             if self.strategy.summarizer is not None and plan.has_work:
-                request = self._request(state, plan)
-                summary = self._summarize_sync(request)
-            self._apply(state, plan, summary, run_metrics)
+                for kind, request in self._requests(state, plan):
+                    summaries[kind] = self._summarize_sync(request)
+            self._apply(state, plan, summaries, run_metrics)
         except Exception as exc:
             log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
 
     async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         try:
             state = self._state(messages)
-            plan = plan_fold(messages)
+            plan = self._plan(state)
             if self._mask_enough(state, plan):
                 return
-            summary = None
+            summaries: dict[str, Summary] = {}
             if self.strategy.summarizer is not None and plan.has_work:
-                request = self._request(state, plan)
-                summary = await self._summarize_async(request)
-            self._apply(state, plan, summary, run_metrics)
+                for kind, request in self._requests(state, plan):
+                    summaries[kind] = await self._summarize_async(request)
+            self._apply(state, plan, summaries, run_metrics)
         except Exception as exc:
             log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
+
+    def _plan(self, state: _RunState) -> FoldPlan:
+        """The fold plan of the run's live list, around the run's own input message."""
+        messages = state.live
+        if state.current is not None:
+            for i, m in enumerate(messages):
+                if m is state.current:
+                    return plan_fold(messages, current=i)
+        return plan_fold(messages)
 
     # --- the steps of a fold (each small and overridable) --------------------------------------------
 
@@ -576,9 +644,9 @@ class CompressionManager(AgnoCompressionManager):
             return True
         return False
 
-    def _request(self, state: _RunState, plan: FoldPlan, target: int | None = None) -> SummaryRequest:
+    def _summary_budget(self, state: _RunState, plan: FoldPlan, target: int | None = None) -> int:
         counter = self.counter_for(state.model)
-        kept_tokens = self._count(state, plan.view(None))
+        kept_tokens = self._count(state, plan.unchanged_view())
         goal = self.target_tokens if target is None else target
         # Aim for the target, but do not starve the summary while there is room for one more batch like the
         # last one and then some: half of what is left after that goes to the summary.
@@ -588,10 +656,38 @@ class CompressionManager(AgnoCompressionManager):
         budget = min(self.max_summary_tokens, max(self.min_summary_tokens, goal - kept_tokens, headroom))
         if self.search_tool:  # the hint appended after the summarizer counts against the same cap
             budget = max(self.min_summary_tokens // 2, budget - counter.count_text(SEARCH_HINT) - 1)
-        previous = plan.previous_summary.get_content_string() if plan.previous_summary is not None else None
-        return SummaryRequest(
-            messages=plan.folded, previous=previous, max_tokens=budget, count_tokens=counter.count_text
-        )
+        return budget
+
+    def _requests(
+        self, state: _RunState, plan: FoldPlan, target: int | None = None, overflow: bool = False
+    ) -> list[tuple[str, SummaryRequest]]:
+        """One request per summary the fold writes: the history summary, the progress summary, or both.
+
+        A summarizer that writes one text per call (a model) gets one request covering both spans when a
+        fold has both; its summary then goes after the current user message, where order allows it.
+        """
+        counter = self.counter_for(state.model)
+        budget = self._summary_budget(state, plan, target)
+        summarizer = self.strategy.summarizer or (self._fallback if overflow else None)
+
+        def text(message: Message | None) -> str | None:
+            return message.get_content_string() if message is not None else None
+
+        def request(messages: Sequence[Message], previous: str | None, kind: str, tokens: int) -> SummaryRequest:
+            return SummaryRequest(
+                messages=messages, previous=previous, max_tokens=tokens, count_tokens=counter.count_text, kind=kind
+            )
+
+        if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):
+            previous = "\n\n".join(t for t in (text(plan.history_summary), text(plan.progress_summary)) if t) or None
+            return [(PROGRESS, request(plan.folded, previous, PROGRESS, budget))]
+        out = []
+        share = budget // 2 if plan.history and plan.steps else budget
+        if plan.history:
+            out.append((HISTORY, request(plan.history, text(plan.history_summary), HISTORY, share)))
+        if plan.steps:
+            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, budget - share)))
+        return out
 
     def _checked(self, summary: Any, summarizer: Summarizer) -> Summary:
         if not isinstance(summary, Summary) or not isinstance(summary.text, str) or not summary.text.strip():
@@ -671,7 +767,7 @@ class CompressionManager(AgnoCompressionManager):
         self,
         state: _RunState,
         plan: FoldPlan,
-        summary: Summary | None,
+        summaries: Mapping[str, Summary],
         run_metrics: RunMetrics | None,
         limits: tuple[int, int] | None = None,
         tag: str = "",
@@ -679,27 +775,43 @@ class CompressionManager(AgnoCompressionManager):
         """Rewrite the live list, shorten oversized kept outputs, account usage, record the event."""
         messages = state.live
         folded_ids: list[str] = []
-        if summary is not None:
-            messages[:] = plan.view(make_summary_message(self._with_search_hint(summary.text)))
+        texts: list[str] = []
+        if summaries:
+            history, progress = summaries.get(HISTORY), summaries.get(PROGRESS)
+            last = PROGRESS if progress is not None else HISTORY
+            made = {
+                kind: make_summary_message(self._with_search_hint(s.text) if kind == last else s.text, kind)
+                for kind, s in summaries.items()
+            }
+            head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
+            tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
+            messages[:] = plan.view(head, tail)
             folded_ids = [m.id for m in plan.folded]
-            self._account(summary, run_metrics)
+            texts = [m.get_content_string() for m in (head, tail) if m is not None]
+            for summary in summaries.values():
+                self._account(summary, run_metrics)
         shortened = self._shorten_kept(state, plan, *(limits or ()))
         after = state.sent_tokens = self._count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.compress_at_tokens) else None
-        if summary is None and not shortened:
+        if not summaries and not shortened:
             return
+        written = summaries.get(PROGRESS) or summaries.get(HISTORY)
         event = FoldEvent(
-            strategy=tag + (summary.strategy if summary is not None else "shorten"),
+            strategy=tag + (written.strategy if written is not None else "shorten"),
             folded_ids=folded_ids,
             masked_ids=[],
             shortened_ids=shortened,
-            summary=self._with_search_hint(summary.text) if summary is not None else None,
+            # the whole session summary: what a later run loads in place of everything folded so far
+            summary="\n\n".join(texts) if texts else None,
             tokens_before=state.prompt_tokens,
             tokens_after=after,
-            summarizer_model=getattr(summary.model, "id", None) if summary is not None else None,
-            summarizer_usage=usage_dict(getattr(summary.response, "response_usage", None)) if summary else None,
+            summarizer_model=next((getattr(s.model, "id", None) for s in summaries.values() if s.model), None),
+            summarizer_usage=next(
+                (usage_dict(getattr(s.response, "response_usage", None)) for s in summaries.values() if s.response),
+                None,
+            ),
         )
-        self._record(state, event, plan.folded if summary is not None else [])
+        self._record(state, event, plan.folded if summaries else [])
 
     def _shorten_kept(
         self, state: _RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
@@ -746,6 +858,7 @@ class CompressionManager(AgnoCompressionManager):
         accumulate_model_metrics(summary.response, summary.model, ModelType.COMPRESSION_MODEL, run_metrics)
 
     def _record(self, state: _RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
+        state.folded_at = state.calls
         state.events.append(event)
         self.events.append(event)
         del self.events[:-1000]
@@ -853,7 +966,7 @@ class CompressionManager(AgnoCompressionManager):
         now = state.prompt_tokens = self._count(state, messages)
         # the provider's real limit is below what we counted: aim lower with every attempt
         limit = max(256, int(min(now, self.compress_at_tokens) * 0.6**attempt))
-        return state, plan_fold(messages), now, limit, int(limit * self.target_ratio)
+        return state, self._plan(state), now, limit, int(limit * self.target_ratio)
 
     def _overflow_done(self, state: _RunState, now: int, attempt: int) -> bool:
         after = self._count(state, state.live)
@@ -870,10 +983,11 @@ class CompressionManager(AgnoCompressionManager):
         """Fold ``messages`` harder after a context-overflow error; True when the prompt got smaller."""
         try:
             state, plan, now, limit, target = self._overflow_plan(messages, attempt)
-            summary = None
+            summaries = {}
             if plan.has_work:
-                summary = self._summarize_sync(self._request(state, plan, target), overflow=True)
-            self._apply(state, plan, summary, run_metrics, limits=(limit, target), tag="overflow:")
+                for kind, request in self._requests(state, plan, target, overflow=True):
+                    summaries[kind] = self._summarize_sync(request, overflow=True)
+            self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
             return self._overflow_done(state, now, attempt)
         except Exception as exc:
             log.warning("agno-compression: could not fold after a context overflow: %s", exc)
@@ -883,10 +997,11 @@ class CompressionManager(AgnoCompressionManager):
         """Async ``recover_from_overflow``."""
         try:
             state, plan, now, limit, target = self._overflow_plan(messages, attempt)
-            summary = None
+            summaries = {}
             if plan.has_work:
-                summary = await self._summarize_async(self._request(state, plan, target), overflow=True)
-            self._apply(state, plan, summary, run_metrics, limits=(limit, target), tag="overflow:")
+                for kind, request in self._requests(state, plan, target, overflow=True):
+                    summaries[kind] = await self._summarize_async(request, overflow=True)
+            self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
             return self._overflow_done(state, now, attempt)
         except Exception as exc:
             log.warning("agno-compression: could not fold after a context overflow: %s", exc)

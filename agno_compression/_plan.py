@@ -3,13 +3,23 @@
 Everything here is pure: it reads a message list and returns a plan; nothing is
 mutated, nothing is counted, nothing is stored. The manager acts on the plan.
 
-Kept verbatim (DESIGN.md): system messages, the current user message (the newest
-``role="user"`` message that is not from history and not a summary of ours), the last
-tool batch of this run (the newest assistant message with ``tool_calls`` after the
-current user, with everything after it), and any tool call whose result has not
-arrived yet. Everything else is folded, including the previous summary, which the
-new summary absorbs. Pairs are never split: a kept call keeps all of its results
-and a kept result keeps its call.
+Layout after a fold (docs/design.md)::
+
+    [system] [history summary] [current user message] [progress summary] [last tool batch and after]
+
+- The current user message is the run's own input: the newest ``role="user"`` message that is
+  not from history, not a summary and not a message agno appended after tool results to carry
+  their media (images, audio, video, files) or retry guidance; those belong to the batch they follow.
+- The history summary covers everything before the current user message (it absorbs an earlier
+  history summary); the progress summary covers this run's earlier steps (it absorbs the previous
+  progress summary). Nothing from after the current user message is ever placed before it, and a
+  fold with no new history leaves ``[system, history summary, current user]`` untouched, so the
+  provider's prompt cache keeps hitting.
+- Kept verbatim: system messages, the current user message, the last tool batch of this run (the
+  newest assistant message with ``tool_calls`` after the current user, with everything after it),
+  and a tool call whose result has not arrived yet. With no tool batch after the current user, the
+  messages after it are kept. Pairs are never split: a kept call keeps all of its results and a
+  kept result keeps its call.
 """
 
 from __future__ import annotations
@@ -21,14 +31,28 @@ from typing import Any
 from agno.models.message import Message
 
 SUMMARY_MARKER = "agno_compression_summary"
-"""Attribute set on the summary messages this package injects (never persisted by agno)."""
+"""Attribute set on the summary messages this package injects (never persisted by agno); its value is the kind."""
+
+HISTORY = "history"
+"""Kind of the summary placed before the current user message: the conversation before it."""
+PROGRESS = "progress"
+"""Kind of the summary placed after the current user message: this run's folded steps."""
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
+def summary_kind(message: Message) -> str | None:
+    """``"history"`` or ``"progress"`` for a summary injected by agno-compression, else ``None``."""
+    # The marker is a pydantic "extra" field: read it there (getattr on a missing field is ~40x slower).
+    extra = getattr(message, "__pydantic_extra__", None)
+    kind = extra.get(SUMMARY_MARKER) if extra else None
+    if not kind:
+        return None
+    return kind if kind in (HISTORY, PROGRESS) else HISTORY
+
+
 def is_summary(message: Message) -> bool:
     """True for a summary message injected by agno-compression."""
-    # The marker is a pydantic "extra" field: read it there (getattr on a missing field is ~40x slower).
     extra = getattr(message, "__pydantic_extra__", None)
     return bool(extra.get(SUMMARY_MARKER, False)) if extra else False
 
@@ -55,41 +79,86 @@ def result_ids(message: Message) -> set[str]:
     return ids
 
 
-def make_summary_message(text: str) -> Message:
+def make_summary_message(text: str, kind: str = HISTORY) -> Message:
     """The ``role="user"`` message that carries a summary; agno does not store it with the run."""
+    if kind not in (HISTORY, PROGRESS):
+        raise ValueError(f"summary kind must be {HISTORY!r} or {PROGRESS!r}, got {kind!r}")
     message = Message(role="user", content=text, add_to_agent_memory=False)
-    setattr(message, SUMMARY_MARKER, True)
+    setattr(message, SUMMARY_MARKER, kind)
     return message
 
 
 @dataclass(frozen=True)
 class FoldPlan:
-    """What a fold does to one message list."""
+    """What a fold does to one message list (every message is in exactly one part, or is a summary)."""
 
     system: tuple[Message, ...]
     """System (and developer) messages, kept first and verbatim."""
-    previous_summary: Message | None
-    """The newest summary already in context; the new summary absorbs it."""
-    folded: tuple[Message, ...]
-    """Messages replaced by the summary, in their original order."""
+    history: tuple[Message, ...]
+    """Messages before the current user message folded into the history summary, in order."""
+    history_summary: Message | None
+    """The history summary in context now: absorbed when ``history`` is not empty, else kept as is."""
+    before: tuple[Message, ...]
+    """Messages before the current user message kept verbatim (tool partners of kept messages)."""
+    current: Message | None
+    """The current user message (the run's own input), kept verbatim."""
+    steps: tuple[Message, ...]
+    """This run's messages folded into the progress summary, in order."""
+    progress_summary: Message | None
+    """The progress summary in context now: absorbed when ``steps`` is not empty, else kept as is."""
     kept: tuple[Message, ...]
-    """Messages kept verbatim after the summary, in their original order."""
+    """Messages after the current user message kept verbatim: the last tool batch and after it."""
+
+    @property
+    def folded(self) -> tuple[Message, ...]:
+        """Every message the fold removes from the context, in order."""
+        return (*self.history, *self.steps)
 
     @property
     def has_work(self) -> bool:
         """True when folding would remove at least one message."""
-        return bool(self.folded)
+        return bool(self.history or self.steps)
 
-    def view(self, summary: Message | None) -> list[Message]:
-        """The message list the model sees after the fold."""
-        head = [summary] if summary is not None else []
-        return [*self.system, *head, *self.kept]
+    @property
+    def previous_summary(self) -> Message | None:
+        """The newest summary in context (the progress summary if there is one)."""
+        return self.progress_summary or self.history_summary
+
+    def view(self, history_summary: Message | None = None, progress_summary: Message | None = None) -> list[Message]:
+        """The message list the model sees with these summaries (``None`` leaves one out)."""
+        head = [history_summary] if history_summary is not None else []
+        current = [self.current] if self.current is not None else []
+        progress = [progress_summary] if progress_summary is not None else []
+        return [*self.system, *head, *self.before, *current, *progress, *self.kept]
+
+    def unchanged_view(self) -> list[Message]:
+        """The view that keeps the summaries already in context and drops nothing else (the floor plus summaries)."""
+        return self.view(
+            self.history_summary if not self.history else None, self.progress_summary if not self.steps else None
+        )
 
 
-def _current_user_index(messages: Sequence[Message]) -> int | None:
+def _is_attachment(messages: Sequence[Message], i: int) -> bool:
+    """A user message agno appended after tool results (media carrier, retry guidance): part of that batch."""
+    if getattr(messages[i], "temporary", False):
+        return True
+    for j in range(i - 1, -1, -1):
+        previous = messages[j]
+        if is_summary(previous):
+            continue
+        if previous.role == "tool":
+            return True
+        if previous.role == "user" and not previous.from_history and _is_attachment(messages, j):
+            return True
+        return False
+    return False
+
+
+def find_current_user(messages: Sequence[Message]) -> int | None:
+    """Index of the current user message: the newest user message of this run that is not a batch attachment."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if m.role == "user" and not m.from_history and not is_summary(m):
+        if m.role == "user" and not m.from_history and not is_summary(m) and not _is_attachment(messages, i):
             return i
     return None
 
@@ -149,29 +218,50 @@ def _orphan_results(messages: Sequence[Message]) -> set[int]:
     return {i for i, m in enumerate(messages) if m.role == "tool" and not (result_ids(m) & made)}
 
 
-def plan_fold(messages: Sequence[Message]) -> FoldPlan:
-    """Plan the fold of ``messages`` (see the module docstring for the rules)."""
-    system = [i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES]
+_AUTO = -1
+
+
+def plan_fold(messages: Sequence[Message], current: int | None = _AUTO) -> FoldPlan:
+    """Plan the fold of ``messages`` (see the module docstring for the rules).
+
+    ``current`` is the index of the current user message when the caller knows it (the manager
+    remembers the run's input message); by default it is found with ``find_current_user``.
+    """
+    if current == _AUTO:
+        current = find_current_user(messages)
+    elif current is not None and not (0 <= current < len(messages) and messages[current].role == "user"):
+        raise ValueError(f"current must index a user message, got {current!r}")
+    system = {i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES}
     summaries = [i for i, m in enumerate(messages) if is_summary(m)]
-    current = _current_user_index(messages)
     kept: set[int] = set()
     if current is not None:
         kept.add(current)
         batch = _last_batch_index(messages, current + 1)
+        kept.update(range(batch if batch is not None else current + 1, len(messages)))
+    else:
+        batch = _last_batch_index(messages, 0)
         if batch is not None:
             kept.update(range(batch, len(messages)))
     kept |= _pending_calls(messages)
-    kept -= set(summaries) | set(system)
+    kept -= set(summaries) | system
     # A tool result whose call is nowhere in the list can never be sent safely: fold it.
     kept -= _orphan_results(messages)
     kept = _pair_closure(messages, kept)
-    skip = kept | set(system) | set(summaries)
-    folded = [m for i, m in enumerate(messages) if i not in skip]
+    # with no current user message everything kept counts as the tail after the (empty) fold point
+    split = current if current is not None else -1
+    history_end = current if current is not None else len(messages)
+    before_summaries = [i for i in summaries if i < history_end]
+    after_summaries = [i for i in summaries if i > history_end]
+    skip = kept | system | set(summaries)
     return FoldPlan(
-        system=tuple(messages[i] for i in system),
-        previous_summary=messages[summaries[-1]] if summaries else None,
-        folded=tuple(folded),
-        kept=tuple(messages[i] for i in sorted(kept)),
+        system=tuple(messages[i] for i in sorted(system)),
+        history=tuple(m for i, m in enumerate(messages[:history_end]) if i not in skip),
+        history_summary=messages[before_summaries[-1]] if before_summaries else None,
+        before=tuple(messages[i] for i in sorted(kept) if i < split),
+        current=messages[current] if current is not None else None,
+        steps=tuple(m for i, m in enumerate(messages) if i > history_end and i not in skip),
+        progress_summary=messages[after_summaries[-1]] if after_summaries else None,
+        kept=tuple(messages[i] for i in sorted(kept) if i > split),
     )
 
 

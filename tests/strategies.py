@@ -6,10 +6,13 @@ import json
 import uuid
 from typing import Any
 
+from agno.media import Image
 from agno.models.message import Message
 from hypothesis import strategies as st
 
-from agno_compression._plan import make_summary_message
+from agno_compression._plan import PROGRESS, make_summary_message
+
+MEDIA = Image(url="https://example.com/chart.png")
 
 TEXT = st.one_of(
     st.none(),
@@ -83,13 +86,21 @@ def conversation(draw: Any) -> list[Message]:
         msgs.append(Message(role="assistant", content=draw(TEXT), from_history=True))
     if draw(st.booleans()):
         msgs.insert(1 if msgs and msgs[0].role == "system" else 0, make_summary_message("old summary"))
-    has_user = draw(st.booleans()) or True
-    if has_user:
+    if draw(st.integers(0, 5)):  # most runs start with the user's input; some (a list input) do not
         msgs.append(Message(role="user", content=draw(CONTENT)))
+        if draw(st.integers(0, 4)) == 0:
+            msgs.append(make_summary_message("progress so far", PROGRESS))
     for _ in range(draw(st.integers(0, 5))):
         msgs += draw(batch(counter, history=False))
+        if draw(st.integers(0, 3)) == 0:
+            # what agno appends after tool results that returned media: a user message carrying it
+            msgs.append(
+                Message(role="user", content="The tool call above generated the attached media.", images=[MEDIA])
+            )
         if draw(st.integers(0, 9)) == 0:
             msgs.append(Message(role=draw(st.sampled_from(["function", "observer", "assistant"])), content="odd"))
+    if draw(st.integers(0, 6)) == 0:
+        msgs.append(Message(role="assistant", content=draw(TEXT)))  # a reply after the last batch (LangMem's shape)
     if draw(st.integers(0, 4)) == 0:
         msgs += draw(batch(counter, history=False, pending=True))
     if draw(st.integers(0, 6)) == 0:

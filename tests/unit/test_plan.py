@@ -1,22 +1,50 @@
-"""The fold plan's invariants (DESIGN.md 1 and 2) as properties over generated conversations."""
+"""The fold plan's invariants (docs/design.md 0-2) as properties over generated conversations, and its layout."""
 
 from __future__ import annotations
 
+from agno.media import Image
 from agno.models.message import Message
 from hypothesis import given, settings
 
 from agno_compression import pair_violations, plan_fold
-from agno_compression._plan import call_ids, is_summary, make_summary_message, result_ids
+from agno_compression._plan import (
+    HISTORY,
+    PROGRESS,
+    call_ids,
+    find_current_user,
+    is_summary,
+    make_summary_message,
+    result_ids,
+    summary_kind,
+)
 from tests.strategies import conversation
 
 
-def _current_user(messages: list[Message]) -> Message | None:
-    users = [m for m in messages if m.role == "user" and not m.from_history and not is_summary(m)]
-    return users[-1] if users else None
+def _call(i: int) -> Message:
+    return Message(
+        role="assistant",
+        tool_calls=[{"id": f"c{i}", "type": "function", "function": {"name": "cat", "arguments": "{}"}}],
+    )
 
 
-def _last_batch(messages: list[Message]) -> list[Message]:
-    user = _current_user(messages)
+def _result(i: int) -> Message:
+    return Message(role="tool", tool_call_id=f"c{i}", content=f"out {i}")
+
+
+def _oracle_current(messages: list[Message]) -> Message | None:
+    """The run's input: the newest user message of this run not appended after tool results (media carriers)."""
+    found = None
+    after_tools = False
+    for m in messages:
+        if is_summary(m):
+            continue
+        if m.role == "user" and not m.from_history and not after_tools:
+            found = m
+        after_tools = m.role == "tool" or (after_tools and m.role == "user" and not m.from_history)
+    return found
+
+
+def _last_batch(messages: list[Message], user: Message | None) -> list[Message]:
     start = 0 if user is None else next(i for i, m in enumerate(messages) if m is user) + 1
     idx = [i for i in range(start, len(messages)) if call_ids(messages[i])]
     return messages[idx[-1] :] if idx else []
@@ -27,36 +55,54 @@ def _last_batch(messages: list[Message]) -> list[Message]:
 def test_partition_is_complete_and_ordered(messages: list[Message]) -> None:
     plan = plan_fold(messages)
     summaries = [m for m in messages if is_summary(m)]
-    parts = [*plan.system, *plan.folded, *plan.kept, *summaries]
+    current = [plan.current] if plan.current is not None else []
+    parts = [*plan.system, *plan.history, *plan.before, *current, *plan.steps, *plan.kept, *summaries]
     assert sorted(map(id, parts)) == sorted(map(id, messages)), "every message is in exactly one part"
     order = {id(m): i for i, m in enumerate(messages)}
-    for part in (plan.system, plan.folded, plan.kept):
+    for part in (plan.system, plan.history, plan.steps, plan.kept, plan.folded):
         assert [order[id(m)] for m in part] == sorted(order[id(m)] for m in part)
 
 
 @settings(max_examples=1500, deadline=None)
 @given(conversation())
 def test_view_never_sends_an_orphan(messages: list[Message]) -> None:
-    view = plan_fold(messages).view(make_summary_message("summary"))
+    plan = plan_fold(messages)
+    view = plan.view(make_summary_message("A", HISTORY), make_summary_message("B", PROGRESS))
     assert pair_violations(view) == []
+
+
+@settings(max_examples=1500, deadline=None)
+@given(conversation())
+def test_nothing_from_after_the_current_user_message_is_placed_before_it(messages: list[Message]) -> None:
+    plan = plan_fold(messages)
+    if plan.current is None:
+        assert not plan.steps and plan.progress_summary is None
+        return
+    position = next(i for i, m in enumerate(messages) if m is plan.current)
+    later = {id(m) for m in messages[position + 1 :]}
+    view = plan.view(make_summary_message("A", HISTORY), make_summary_message("B", PROGRESS))
+    head = view[: next(i for i, m in enumerate(view) if m is plan.current)]
+    assert not any(id(m) in later for m in head), "a later message was moved before the current user message"
+    assert all(id(m) not in later for m in plan.history), "a later message was folded into the history summary"
+    assert summary_kind(view[view.index(plan.current) + 1]) == PROGRESS if plan.steps else True
 
 
 @settings(max_examples=1500, deadline=None)
 @given(conversation())
 def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: list[Message]) -> None:
     plan = plan_fold(messages)
-    view = plan.view(make_summary_message("summary"))
+    view = plan.view(make_summary_message("A", HISTORY), make_summary_message("B", PROGRESS))
     ids = {id(m) for m in view}
+    user = _oracle_current(messages)
+    assert plan.current is user, "the current user message is the run's input, not a media carrier"
     must = [m for m in messages if m.role in ("system", "developer")]
-    user = _current_user(messages)
     if user is not None:
         must.append(user)
     made = {c for m in messages for c in call_ids(m)}
-    must += [m for m in _last_batch(messages) if m.role != "tool" or result_ids(m) & made]
+    must += [m for m in _last_batch(messages, user) if m.role != "tool" or result_ids(m) & made]
     for m in must:
         assert id(m) in ids, f"{m.role} message {m.id} was folded"
-    # the summary sits right after the system messages
-    assert view[len(plan.system)].content == "summary"
+    assert view[len(plan.system)].content == "A", "the history summary sits right after the system messages"
 
 
 @settings(max_examples=800, deadline=None)
@@ -66,7 +112,41 @@ def test_a_pending_call_is_never_folded(messages: list[Message]) -> None:
     answered = {c for m in messages for c in result_ids(m)}
     callers = [m for m in messages if call_ids(m)]
     if callers and any(c not in answered for c in call_ids(callers[-1])):
-        assert callers[-1] in plan.kept
+        pending = callers[-1]
+        assert pending in plan.kept or pending in plan.before
+        # the results that did arrive for it stay with it
+        arrived = [m for m in messages if result_ids(m) & set(call_ids(pending))]
+        assert all(r in plan.kept or r in plan.before for r in arrived)
+
+
+def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
+    """No batch after the current user: the pending call in history is kept by the pending rule alone."""
+    pending = Message(
+        role="assistant",
+        from_history=True,
+        tool_calls=[
+            {"id": "p1", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+            {"id": "p2", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+        ],
+    )
+    arrived = Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+    old = [Message(role="user", content="old", from_history=True), _call(1), _result(1)]
+    messages = [Message(role="system", content="s"), *old, pending, arrived]
+    plan = plan_fold(messages)
+    assert plan.current is None
+    assert pending in plan.kept and arrived in plan.kept
+    assert pending not in plan.folded
+
+
+def test_late_result_keeps_its_call_by_pair_closure() -> None:
+    """A result that arrives after a later batch: keeping the last batch keeps that result, so its call stays too."""
+    user = Message(role="user", content="go")
+    late = Message(role="tool", tool_call_id="c1", content="late output")
+    messages = [Message(role="system", content="s"), user, _call(1), _call(2), _result(2), late]
+    plan = plan_fold(messages)
+    assert late in plan.kept
+    assert messages[2] in plan.kept, "the call of a kept result is kept (pair closure)"
+    assert pair_violations(plan.view(None, make_summary_message("B", PROGRESS))) == []
 
 
 def test_fold_of_a_simple_run() -> None:
@@ -74,29 +154,72 @@ def test_fold_of_a_simple_run() -> None:
     old_user = Message(role="user", content="old", from_history=True)
     old_answer = Message(role="assistant", content="old answer", from_history=True)
     user = Message(role="user", content="fix the bug")
-    calls = [
-        Message(
-            role="assistant",
-            tool_calls=[{"id": f"c{i}", "type": "function", "function": {"name": "cat", "arguments": "{}"}}],
-        )
-        for i in range(3)
-    ]
-    results = [Message(role="tool", tool_call_id=f"c{i}", content=f"out {i}") for i in range(3)]
+    calls = [_call(i) for i in range(3)]
+    results = [_result(i) for i in range(3)]
     messages = [system, old_user, old_answer, user]
-    for c, r in zip(calls, results, strict=False):
+    for c, r in zip(calls, results, strict=True):
         messages += [c, r]
     plan = plan_fold(messages)
-    assert plan.folded == (old_user, old_answer, calls[0], results[0], calls[1], results[1])
-    assert plan.kept == (user, calls[2], results[2])
-    view = plan.view(make_summary_message("S"))
-    assert [m.role for m in view] == ["system", "user", "user", "assistant", "tool"]
+    assert plan.history == (old_user, old_answer)
+    assert plan.current is user
+    assert plan.steps == (calls[0], results[0], calls[1], results[1])
+    assert plan.kept == (calls[2], results[2])
+    view = plan.view(make_summary_message("A"), make_summary_message("B", PROGRESS))
+    assert [m.content for m in view[:4]] == ["be brief", "A", "fix the bug", "B"]
+    assert [m.role for m in view[4:]] == ["assistant", "tool"]
+
+
+def test_media_carried_after_tool_results_belongs_to_the_batch() -> None:
+    """agno appends a user message with a tool's images after the results: it is not the current user message."""
+    user = Message(role="user", content="describe the charts")
+    messages = [Message(role="system", content="s"), user]
+    for i in range(3):
+        media = Message(
+            role="user",
+            content="The tool call above generated the attached media.",
+            images=[Image(url=f"https://example.com/{i}.png")],
+        )
+        messages += [_call(i), _result(i), media]
+    assert find_current_user(messages) == 1
+    plan = plan_fold(messages)
+    assert plan.current is user
+    assert plan.kept == tuple(messages[-3:]), "the last batch keeps its media message"
+    assert messages[4] in plan.steps, "an earlier batch's media message is folded with its batch"
+
+
+def test_the_reply_after_the_question_is_not_moved_before_it() -> None:
+    """LangMem's test_last_human_message_not_summarized shape: [..history.., user "Message 3", assistant "Response 3"]."""
+    history = []
+    for i in (1, 2):
+        history += [
+            Message(role="user", content=f"Message {i}", from_history=True),
+            Message(role="assistant", content=f"Response {i}", from_history=True),
+        ]
+    question = Message(role="user", content="Message 3")
+    reply = Message(role="assistant", content="Response 3")
+    plan = plan_fold([*history, question, reply])
+    view = plan.view(make_summary_message("A"), None)
+    assert [m.content for m in view] == ["A", "Message 3", "Response 3"]
+    assert reply not in plan.history
+
+
+def test_later_folds_leave_the_prefix_alone() -> None:
+    """After a run's first fold only the progress summary changes: the history summary is not rewritten."""
+    a = make_summary_message("A")
+    user = Message(role="user", content="go")
+    b = make_summary_message("B", PROGRESS)
+    messages = [Message(role="system", content="s"), a, user, b, _call(1), _result(1), _call(2), _result(2)]
+    plan = plan_fold(messages)
+    assert plan.history == () and plan.history_summary is a
+    assert plan.progress_summary is b and plan.steps == tuple(messages[4:6])
+    assert plan.unchanged_view()[:3] == messages[:3]
 
 
 def test_previous_summary_is_absorbed_not_kept() -> None:
     old = make_summary_message("old")
     user = Message(role="user", content="go")
     plan = plan_fold([Message(role="system", content="s"), old, user])
-    assert plan.previous_summary is old
+    assert plan.history_summary is old and plan.previous_summary is old
     assert old not in plan.kept and old not in plan.folded
     assert not plan.has_work
 

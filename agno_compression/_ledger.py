@@ -1,0 +1,325 @@
+"""The working-state ledger: what the agent acted on, kept exactly through every fold.
+
+Built deterministically from folded messages and merged with the previous summary's ledger:
+files read / edited / created (paths from tool-call arguments and the agent's own text, as the
+agent wrote them), commands and tests run with their outcome (exit code, pass/fail counts),
+errors with where they occurred, ids and URLs the agent used, and its open items. Rendered as
+``- key: value`` lines under ``## Working state`` so the next fold can parse and extend it.
+Acted-on facts are never trimmed; only the command list is condensed (oldest first) when a
+summary has to shrink.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agno.models.message import Message
+
+from ._plan import calls_by_id, is_summary, result_ids, tool_name_of
+from ._tokens import message_text
+
+SECTION = "Working state"
+
+_PATH = re.compile(
+    r"(?<![\w/.:~@-])(?:~|\.{1,2})?/?(?:[\w.+@-]+/)+[\w.+@-]*"
+    r"|(?<![\w/.@-])[\w+-]+(?:\.[\w+-]+)*\.[A-Za-z][\w]{0,7}\b"
+)
+_URL = re.compile(r"https?://[^\s'\"<>)\]`]+")
+_TEST = re.compile(r"\btest_\w+")
+_ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
+_EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
+_COUNTS = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
+_ID = re.compile(r"\b(?:[A-Z]{2,}-\d+|#\d{2,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40})\b")
+_OPEN = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|Next(?: step)?|Remaining|Still need|I need to|I still need)\b.*", re.I)
+_NOT_A_FILE_EXT = frozenset({"e", "g", "i", "com", "org", "net", "io", "ai"})
+
+_READ = re.compile(r"(?:^|_)(?:read|view|open|cat|show|get|load|head|tail|less)(?:_|$)", re.I)
+_EDIT = re.compile(r"(?:^|_)(?:edit|replace|patch|insert|modify|update|apply|append|str)(?:_|$)", re.I)
+_CREATE = re.compile(r"(?:^|_)(?:write|create|new|save|touch)(?:_|$)", re.I)
+_SHELL_KEYS = ("command", "cmd", "action", "code", "script", "input", "commands")
+_EDITOR_VERBS = {
+    "view": "read",
+    "read": "read",
+    "create": "created",
+    "write": "created",
+    "str_replace": "edited",
+    "insert": "edited",
+    "undo_edit": "edited",
+    "edit": "edited",
+    "replace": "edited",
+    "append": "edited",
+}
+_SHELL_READ = frozenset({"cat", "head", "tail", "less", "more", "open", "nl", "bat", "view", "goto"})
+_SHELL_EDIT = frozenset({"edit", "patch", "sed", "perl", "ed", "apply_patch", "str_replace", "insert"})
+_SHELL_CREATE = frozenset({"create", "touch", "mkdir", "cp", "mv"})
+
+KEYS = ("edited", "created", "read", "paths used", "tests", "errors", "ids", "urls", "open items")
+"""Ledger lines with lists of values, in the order they are rendered."""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [] if value is None else [str(value)]
+
+
+def _arguments(call: dict[str, Any]) -> Any:
+    raw = call.get("function", {}).get("arguments", "") if isinstance(call, dict) else ""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw
+    return raw
+
+
+def paths_in(text: str) -> list[str]:
+    """File and folder paths in ``text``, exactly as written, in order of first appearance."""
+    out = []
+    for p in _PATH.findall(text):
+        p = p.rstrip(".,:;")
+        if not any(c.isalpha() for c in p) or p.startswith("//") or f"://{p}" in text:
+            continue
+        last = p.rstrip("/").rsplit("/", 1)[-1]
+        ext = last.rsplit(".", 1)[-1] if "." in last.strip(".") else ""
+        if "/" not in p and (not ext or ext.lower() in _NOT_A_FILE_EXT or ext.isdigit()):
+            continue
+        out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _clean_where(text: str) -> str:
+    return _one_line(re.sub(r"[(),]", " ", text), 60)
+
+
+def outcome_of(text: str, failed: bool = False) -> str:
+    """A short outcome of a tool output: exit code and test counts, or FAILED."""
+    parts = []
+    exits = _EXIT.findall(text)
+    if exits:
+        parts.append(f"exit {exits[-1]}")
+    counts = dict.fromkeys(f"{n} {kind}" for n, kind in _COUNTS.findall(text[-4000:]))
+    parts += list(counts)[-3:]
+    if failed and not parts:
+        parts.append("FAILED")
+    return ", ".join(parts)
+
+
+@dataclass
+class Ledger:
+    """What the agent acted on, deduplicated, oldest first."""
+
+    values: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KEYS})
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    """Command (one line) -> [times run, last outcome]."""
+    earlier: dict[str, int] = field(default_factory=dict)
+    """Commands condensed away by earlier folds: first word -> times run."""
+
+    def add(self, key: str, items: Iterable[str]) -> None:
+        bucket = self.values.setdefault(key, [])
+        known = set(bucket)
+        for item in items:
+            if item and item not in known:
+                bucket.append(item)
+                known.add(item)
+
+    def ran(self, command: str, outcome: str) -> None:
+        entry = self.commands.pop(command, ["0", ""])  # re-inserted: newest last
+        entry[0] = str(int(entry[0]) + 1)
+        entry[1] = outcome or entry[1]
+        self.commands[command] = entry
+
+    @property
+    def empty(self) -> bool:
+        return not self.commands and not self.earlier and not any(self.values.values())
+
+    def facts(self) -> list[str]:
+        """Every acted-on string the ledger holds (files, tests, errors)."""
+        out = [v for k in ("edited", "created", "read", "paths used", "tests") for v in self.values.get(k, [])]
+        return out + [v.split(" (", 1)[0] for v in self.values.get("errors", [])]
+
+    def lines(self, max_commands: int | None = None) -> list[str]:
+        """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
+        out = [f"- {k}: {', '.join(self.values[k])}" for k in KEYS if self.values.get(k)]
+        commands = list(self.commands.items())
+        verbs = dict(self.earlier)
+        if max_commands is not None and len(commands) > max_commands:
+            older = commands[: len(commands) - max_commands]
+            for cmd, (times, _) in older:
+                verb = cmd.split()[0] if cmd.split() else cmd
+                verbs[verb] = verbs.get(verb, 0) + int(times)
+            commands = commands[len(older) :]
+        if verbs:
+            out.append(f"- earlier commands: {', '.join(f'{v} ×{n}' for v, n in verbs.items())}")
+        for cmd, (times, outcome) in commands:
+            extra = f" ×{times}" if times != "1" else ""
+            out.append(f"- ran `{cmd}`{extra}" + (f" → {outcome}" if outcome else ""))
+        return out
+
+    @classmethod
+    def parse(cls, text: str | None) -> Ledger:
+        """The ledger of a previous summary (its ``## Working state`` lines), or an empty one."""
+        ledger = cls()
+        if not text:
+            return ledger
+        inside = False
+        for line in text.splitlines():
+            if line.startswith("## "):
+                inside = line[3:].strip() == SECTION
+                continue
+            if not inside or not line.startswith("- "):
+                continue
+            body = line[2:]
+            ran = re.match(r"ran `(.*)`(?: ×(\d+))?(?: → (.*))?$", body)
+            if ran:
+                ledger.commands[ran.group(1)] = [ran.group(2) or "1", ran.group(3) or ""]
+                continue
+            key, sep, values = body.partition(": ")
+            if sep and key == "earlier commands":
+                for item in values.split(", "):
+                    verb, _, times = item.rpartition(" ×")
+                    if verb and times.isdigit():
+                        ledger.earlier[verb] = ledger.earlier.get(verb, 0) + int(times)
+            elif sep and key in KEYS:
+                ledger.add(key, _split_values(key, values))
+        return ledger
+
+
+def _split_values(key: str, values: str) -> list[str]:
+    if key == "errors":
+        return [v.strip() for v in re.findall(r"[^,(]+(?:\([^)]*\))?", values) if v.strip()]
+    return [v for v in values.split(", ") if v]
+
+
+def _file_action(tool: str, args: Any) -> tuple[str | None, str | None]:
+    """(kind of file action, shell command) of one tool call."""
+    strings = args if isinstance(args, dict) else {}
+    verb = strings.get("command") if isinstance(strings.get("command"), str) else None
+    if verb in _EDITOR_VERBS and any(k in strings for k in ("path", "file", "file_path", "filename")):
+        return _EDITOR_VERBS[verb], None
+    command = next((strings[k] for k in _SHELL_KEYS if isinstance(strings.get(k), str)), None)
+    if command is None and isinstance(args, str):
+        command = args
+    for pattern, kind in ((_CREATE, "created"), (_EDIT, "edited"), (_READ, "read")):
+        if pattern.search(tool):
+            return kind, command
+    return None, command
+
+
+def _shell_kind(command: str) -> str | None:
+    """What a shell command does to the files it names: read, edited, created, or ``None`` (ran them)."""
+    words = command.strip().split()
+    if not words:
+        return None
+    first = words[0].rsplit("/", 1)[-1]
+    if re.search(r"(?<![<>&\d])>{1,2}\s*[\w./~-]", command) or first == "tee":
+        return "created" if ">>" not in command else "edited"
+    if first in _SHELL_EDIT and (first != "sed" or "-i" in words) and (first != "perl" or "-i" in " ".join(words)):
+        return "edited"
+    if first in _SHELL_CREATE:
+        return "created"
+    if first in _SHELL_READ:
+        return "read"
+    return None
+
+
+def _command_line(command: str) -> str:
+    """The first line of a command, for the ledger (edits can carry whole files)."""
+    first = next((ln for ln in command.strip().splitlines() if ln.strip()), "")
+    return _one_line(first.replace("`", "'"), 160)
+
+
+def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
+    """The ledger of ``messages`` merged into the one parsed from ``previous``."""
+    ledger = Ledger.parse(previous)
+    calls = calls_by_id(messages)
+    pending: dict[str, str] = {}
+    for m in messages:
+        if is_summary(m):
+            continue
+        text = message_text(m, use_compressed_content=False)
+        if m.role == "assistant":
+            own = str(m.content or "") if m.tool_calls else text
+            ledger.add("paths used", paths_in(own))
+            ledger.add("tests", _TEST.findall(own))
+            ledger.add("urls", _URL.findall(own))
+            ledger.add("ids", _ID.findall(own))
+            ledger.add("open items", [_one_line(x, 160) for x in _OPEN.findall(own)][-3:])
+            for call in m.tool_calls or []:
+                if not isinstance(call, dict):
+                    continue
+                tool = str(call.get("function", {}).get("name") or "tool")
+                args = _arguments(call)
+                joined = "\n".join(_strings(args))
+                kind, command = _file_action(tool, args)
+                shell = _shell_kind(command) if command else None
+                found = paths_in(joined)
+                ledger.add(kind or shell or "paths used", found)
+                ledger.add("tests", _TEST.findall(joined))
+                ledger.add("urls", _URL.findall(joined))
+                ledger.add("ids", _ID.findall(joined))
+                label = _command_line(command) if command else _one_line(f"{tool} {' '.join(found)}".strip(), 80)
+                if call.get("id"):
+                    pending[str(call["id"])] = label
+                if command:
+                    ledger.ran(label, "")
+        elif m.role in ("tool", "function"):
+            ids = result_ids(m) or {""}
+            label = next((pending[c] for c in ids if c in pending), tool_name_of(m, calls))
+            outcome = outcome_of(text, bool(m.tool_call_error))
+            if label in ledger.commands and outcome:
+                ledger.commands[label][1] = outcome
+            elif outcome:  # a non-shell tool with an exit code or test counts (a test runner, a build tool)
+                ledger.ran(label, outcome)
+            ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in dict.fromkeys(_ERROR.findall(text))])
+        else:
+            ledger.add("errors", [f"{e} (in {m.role} message)" for e in dict.fromkeys(_ERROR.findall(text))])
+    _dedupe_errors(ledger)
+    return ledger
+
+
+def _dedupe_errors(ledger: Ledger) -> None:
+    """One entry per exception name: the first place it was seen."""
+    seen: set[str] = set()
+    kept = []
+    for entry in ledger.values.get("errors", []):
+        name = entry.split(" (", 1)[0]
+        if name not in seen:
+            seen.add(name)
+            kept.append(entry)
+    ledger.values["errors"] = kept
+
+
+def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """The ledger's lines within ``max_tokens`` if it can be done by condensing commands and dropping ids.
+
+    Files, tests and error names are never dropped; commands are condensed oldest first, then
+    where-information of errors, ids and urls go; the rest stays even over budget.
+    """
+    lines = ledger.lines()
+    if count("\n".join(lines)) <= max_tokens:
+        return lines
+    for keep in (20, 10, 5, 3):  # the newest commands and their outcomes always stay
+        lines = ledger.lines(max_commands=keep)
+        if count("\n".join(lines)) <= max_tokens:
+            return lines
+    ledger.values["errors"] = [e.split(" (", 1)[0] for e in ledger.values.get("errors", [])]
+    for key in ("open items", "urls", "ids"):
+        lines = ledger.lines(max_commands=3)
+        if count("\n".join(lines)) <= max_tokens:
+            return lines
+        ledger.values[key] = ledger.values.get(key, [])[-3:]
+    return ledger.lines(max_commands=3)
