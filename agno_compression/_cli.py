@@ -147,12 +147,15 @@ def eval_command(
         "peak (none)",
         "peak",
         "cumulative vs none",
+        "cost cached 0.1x vs none",
+        "cost cached 0.25x vs none",
+        "acted-on facts at end",
         "over budget",
         "folds",
         "masks",
         "summarizer calls",
         "pair violations",
-        "fact retention",
+        "fact retention per summary",
     ):
         table.add_column(col, justify="left" if col in ("input", "setting") else "right")
     for r in [*rows, *summary]:
@@ -166,6 +169,9 @@ def eval_command(
             f"{r.peak_prompt_uncompressed:,}",
             f"{r.peak_prompt:,}",
             f"{ratio:.1%}",
+            _ratio(r.cost_ratio(0.1)),
+            _ratio(r.cost_ratio(0.25)),
+            _ratio(r.acted_retention),
             str(r.calls_over_budget),
             str(r.folds),
             str(r.masks),
@@ -174,6 +180,10 @@ def eval_command(
             retention,
         )
     Console(width=None if Console().is_terminal else 200).print(table)
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 # --- databases ---------------------------------------------------------------------------------------

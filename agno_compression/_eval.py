@@ -44,7 +44,7 @@ def sent_key(message: Message) -> tuple[Any, ...]:
 def cached_prefix(previous: Sequence[Message], current: Sequence[Message]) -> int:
     """How many leading messages of ``current`` are identical (as sent) to ``previous``'s."""
     n = 0
-    for a, b in zip(previous, current):
+    for a, b in zip(previous, current, strict=False):
         if a is not b and sent_key(a) != sent_key(b):
             break
         n += 1
@@ -90,7 +90,9 @@ _ACTED_ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 
 def _agent_text(message: Message) -> str:
     """The agent's own words: an assistant message's text and its tool-call arguments (decoded when JSON)."""
-    parts = [message_text(message, use_compressed_content=False) if not message.tool_calls else str(message.content or "")]
+    parts = [
+        message_text(message, use_compressed_content=False) if not message.tool_calls else str(message.content or "")
+    ]
     for call in message.tool_calls or []:
         raw = call.get("function", {}).get("arguments", "") if isinstance(call, dict) else ""
         try:
@@ -172,13 +174,40 @@ class EvalRow:
     calls_over_budget: int = 0
     facts_kept: int = 0
     facts_total: int = 0
+    cost_cached: float = 0.0
+    """Input cost with prompt caching (cached prefix at 0.1x), in token units."""
+    cost_cached_uncompressed: float = 0.0
+    cost_cached_25: float = 0.0
+    """The same with the cached prefix at 0.25x."""
+    cost_cached_25_uncompressed: float = 0.0
+    acted_kept: int = 0
+    """Acted-on facts of the uncompressed run's last prompt that this run's last prompt still holds."""
+    acted_total: int = 0
 
     @property
     def fact_retention(self) -> float | None:
         return self.facts_kept / self.facts_total if self.facts_total else None
 
+    @property
+    def acted_retention(self) -> float | None:
+        return self.acted_kept / self.acted_total if self.acted_total else None
+
+    def cost_ratio(self, rate: float = 0.1) -> float | None:
+        ours, none = (
+            (self.cost_cached, self.cost_cached_uncompressed)
+            if rate == 0.1
+            else (self.cost_cached_25, self.cost_cached_25_uncompressed)
+        )
+        return ours / none if none else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "fact_retention": self.fact_retention}
+        return {
+            **asdict(self),
+            "fact_retention": self.fact_retention,
+            "acted_retention": self.acted_retention,
+            "cost_cached_ratio": self.cost_ratio(0.1),
+            "cost_cached_25_ratio": self.cost_ratio(0.25),
+        }
 
 
 @dataclass
@@ -211,6 +240,11 @@ def evaluate(
             messages = observations_as_tool_calls(trajectory.messages)
             base = replay(messages, db=SqliteDb(db_file=str(Path(tmp, f"{n}-none.db"))))
             base_tokens = [r.prompt_tokens for r in base.requests]
+            counter = TokenCounter("gpt-4o")
+            base_costs = cached_costs([(r.messages, r.prompt_tokens) for r in base.requests], counter)
+            # what the uncompressed agent still has in its last prompt (agno's history window may drop old runs)
+            base_final = "\n".join(message_text(m) for m in base.requests[-1].messages) if base.requests else ""
+            wanted = {f for f in acted_on_facts(m for r in base.requests for m in r.messages) if f in base_final}
             for budget in budgets:
                 for setting in settings:
                     collector = _Collector()
@@ -218,6 +252,8 @@ def evaluate(
                     db = SqliteDb(db_file=str(Path(tmp, f"{n}-{setting}-{budget}.db")))
                     result = replay(messages, manager=manager, db=db)
                     tokens = [r.prompt_tokens for r in result.requests]
+                    costs = cached_costs([(r.messages, r.prompt_tokens) for r in result.requests], counter)
+                    final = "\n".join(message_text(m) for m in result.requests[-1].messages) if result.requests else ""
                     rows.append(
                         EvalRow(
                             input=trajectory.name,
@@ -235,6 +271,12 @@ def evaluate(
                             calls_over_budget=sum(1 for t in tokens if t > budget),
                             facts_kept=collector.kept,
                             facts_total=collector.total,
+                            cost_cached=costs[0],
+                            cost_cached_uncompressed=base_costs[0],
+                            cost_cached_25=costs[1],
+                            cost_cached_25_uncompressed=base_costs[1],
+                            acted_kept=sum(1 for f in wanted if f in final),
+                            acted_total=len(wanted),
                         )
                     )
             if progress is not None:
@@ -272,6 +314,12 @@ def totals(rows: Sequence[EvalRow]) -> list[EvalRow]:
             "calls_over_budget",
             "facts_kept",
             "facts_total",
+            "cost_cached",
+            "cost_cached_uncompressed",
+            "cost_cached_25",
+            "cost_cached_25_uncompressed",
+            "acted_kept",
+            "acted_total",
         ):
             setattr(t, name, getattr(t, name) + getattr(r, name))
     return list(out.values())

@@ -33,8 +33,12 @@ _TEST = re.compile(r"\btest_\w+")
 _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
 _COUNTS = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
-_ID = re.compile(r"\b(?:[A-Z]{2,}-\d+|#\d{2,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40})\b")
-_OPEN = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|Next(?: step)?|Remaining|Still need|I need to|I still need)\b.*", re.I)
+_ID = re.compile(
+    r"\b(?:[A-Z]{2,}-\d+|#\d{2,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40})\b"
+)
+_OPEN = re.compile(
+    r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|Next(?: step)?|Remaining|Still need|I need to|I still need)\b.*", re.I
+)
 _NOT_A_FILE_EXT = frozenset({"e", "g", "i", "com", "org", "net", "io", "ai"})
 
 _READ = re.compile(r"(?:^|_)(?:read|view|open|cat|show|get|load|head|tail|less)(?:_|$)", re.I)

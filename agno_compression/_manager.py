@@ -153,9 +153,9 @@ class CompressionManager(AgnoCompressionManager):
     """Fold before a model call whose prompt (messages plus tool definitions) would exceed this."""
     summarizer: str | Summarizer | Pipeline = "extractive"
     """``"extractive"``, ``"llm"``, ``"mask"``, ``"pipeline"``, a ``Summarizer`` or a ``Pipeline``."""
-    target_ratio: float = 0.5
+    target_ratio: float = 0.4
     """After a fold the prompt should sit at or below this share of ``compress_at_tokens``."""
-    max_summary_tokens: int = 2_000
+    max_summary_tokens: int = 1_500
     """Upper bound on a summary's size."""
     min_summary_tokens: int = 200
     """Smallest budget a summary gets, even when the kept messages are large."""
@@ -215,8 +215,10 @@ class CompressionManager(AgnoCompressionManager):
             raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
         if self.summarizer_timeout <= 0:
             raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
-        if isinstance(self.cache_rate, bool) or not isinstance(self.cache_rate, (int, float)) or not (
-            0.0 <= self.cache_rate <= 1.0
+        if (
+            isinstance(self.cache_rate, bool)
+            or not isinstance(self.cache_rate, (int, float))
+            or not (0.0 <= self.cache_rate <= 1.0)
         ):
             raise ConfigError(f"cache_rate must be a number from 0 to 1, got {self.cache_rate!r}")
         if self.payback_calls is not None and (

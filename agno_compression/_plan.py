@@ -148,9 +148,7 @@ def _is_attachment(messages: Sequence[Message], i: int) -> bool:
             continue
         if previous.role == "tool":
             return True
-        if previous.role == "user" and not previous.from_history and _is_attachment(messages, j):
-            return True
-        return False
+        return previous.role == "user" and not previous.from_history and _is_attachment(messages, j)
     return False
 
 

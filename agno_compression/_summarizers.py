@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agno.models.message import Message
 
-from ._exceptions import ConfigError, SummarizerError
 from . import _ledger
+from ._exceptions import ConfigError, SummarizerError
 from ._plan import HISTORY, PROGRESS, calls_by_id, is_summary, tool_name_of
 from ._tokens import message_text
 
@@ -261,7 +261,8 @@ def _condense(steps: list[str]) -> list[str]:
     def flush() -> None:
         if len(run) > 2:
             name = tool(run[0])
-            out.append(f"- {sum(1 for x in run if x.startswith('- call'))} calls of {name} (files in the working state)")
+            calls = sum(1 for x in run if x.startswith("- call"))
+            out.append(f"- {calls} calls of {name} (files in the working state)")
         else:
             out.extend(run)
         run.clear()
@@ -316,10 +317,10 @@ def _fit(
     omitted = 0
     while steps and sum(costs) > room - 20:
         costs.pop(0)
-        if not steps.pop(0).startswith("- ("):
-            omitted += 1
+        dropped = re.match(r"- \((\d+) earlier steps", steps.pop(0))
+        omitted += int(dropped.group(1)) if dropped else 1
     if omitted:
-        steps.insert(0, f"- ({omitted} earlier steps condensed away; files, commands and errors are in the working state)")
+        steps.insert(0, f"- ({omitted} earlier steps condensed away; files, commands, errors: see the working state)")
     text = _render(header, parts)
     # Still too big: cut long lines of the narrative sections, never the ledger.
     for limit in (300, 160, 80):

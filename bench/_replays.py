@@ -25,7 +25,7 @@ from typing import Any
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
-from agno_compression._eval import fact_retention
+from agno_compression._eval import acted_on_facts, cached_costs, fact_retention
 from agno_compression._plan import pair_violations, plan_fold
 from agno_compression._replay import build_replay, observations_as_tool_calls, run_in_mode
 from agno_compression._summarizers import extract_facts
@@ -167,6 +167,12 @@ class Replayed:
     """Per summary: o200k tokens of every fact of what it replaced, listed once, comma-separated."""
     facts_by_kind: dict[str, list[int]] = field(default_factory=dict)
     """Fact kind -> [kept, total] over every summary."""
+    costs: list[float] = field(default_factory=list)
+    """Input cost with prompt caching, in token units, at each rate of ``agno_compression._eval.CACHE_RATES``."""
+    acted: frozenset[str] = frozenset()
+    """Acted-on facts of everything the model was sent (``agno_compression._eval.acted_on_facts``)."""
+    final_text: str = ""
+    """The text of the last model call's prompt, as sent."""
     composition: dict[str, int] = field(default_factory=dict)
     """Prompt tokens summed over the calls: ``floor`` (system, current user, last batch, tools), ``summary``
     (this package's summary message) and ``rest`` (everything else: history and batches not folded yet)."""
@@ -266,8 +272,8 @@ def composition(requests: Sequence[Any]) -> dict[str, int]:
     out = {"floor": 0, "summary": 0, "rest": 0}
     for r in requests:
         plan = plan_fold(r.messages)
-        floor = _COUNTER.count_prompt(plan.view(None), r.tools)
-        summary = _COUNTER.count_message(plan.previous_summary) if plan.previous_summary is not None else 0
+        floor = _COUNTER.count_prompt(plan.view(), r.tools)
+        summary = sum(_COUNTER.count_message(m) for m in (plan.history_summary, plan.progress_summary) if m)
         out["floor"] += floor
         out["summary"] += summary
         out["rest"] += max(0, r.prompt_tokens - floor - summary)
@@ -281,8 +287,8 @@ def floors(requests: Sequence[Any]) -> tuple[list[int], int]:
     fixed = 0
     for r in requests:
         plan = plan_fold(r.messages)
-        out.append(_COUNTER.count_prompt(plan.view(None), r.tools))
-        users = [m for m in plan.kept if m.role == "user"][:1]
+        out.append(_COUNTER.count_prompt(plan.view(), r.tools))
+        users = [plan.current] if plan.current is not None else []
         fixed = max(fixed, _COUNTER.count_prompt([*plan.system, *users], r.tools))
     return out, fixed
 
@@ -379,6 +385,10 @@ def replay_one(
     if not analyse:
         meter.pairs = []
     floor_counts, fixed = floors(requests) if setting == "none" and analyse else ([], 0)
+    if manager is not None:  # one summary written per fold (two for the extractive one when it covers both spans)
+        meter.summarizer_calls = (
+            manager.stats.get("summarizer_calls", 0) if setting != "llm" else len(getattr(summarizer, "requests", []))
+        )
     by_kind, fact_tokens = facts_by_kind(meter.pairs)
     errors = sum(1 for out in outputs if getattr(out, "status", None) == RunStatus.error)
     kept = total = biggest = 0
@@ -413,6 +423,9 @@ def replay_one(
         facts_by_kind=by_kind,
         fact_tokens=fact_tokens,
         composition=composition(requests) if analyse else {},
+        costs=cached_costs([(r.messages, r.prompt_tokens) for r in requests], _COUNTER) if analyse else [],
+        acted=frozenset(acted_on_facts(m for r in requests for m in r.messages)) if analyse else frozenset(),
+        final_text="\n".join(message_text(m) for m in requests[-1].messages) if analyse and requests else "",
     )
     db.db_engine.dispose()
     db_file.unlink(missing_ok=True)

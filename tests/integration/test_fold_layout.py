@@ -1,4 +1,4 @@
-"""What the folded context keeps, through real agno Agents: the task, the last batch, order, a stable prefix, the ledger."""
+"""What the folded context keeps, through real agno Agents: task, last batch, order, stable prefix, ledger."""
 
 from __future__ import annotations
 
@@ -46,7 +46,6 @@ def media_agent(tmp_path: Path, kind: str, manager: CompressionManager) -> tuple
         return Reply(
             text=f"Chart {info.call_index}.", tool_calls=[ToolCall("render_chart", {"index": info.call_index})]
         )
-        del done
 
     model = ScriptedModel(script=script)
     agent = Agent(

@@ -26,6 +26,7 @@ from agno_compression._cli import app
 from agno_compression._plan import is_summary
 from agno_compression._summarizers import (
     LLM_SUMMARY_PROMPT,
+    PROGRESS_HEADER,
     SUMMARY_HEADER,
     ExtractiveSummarizer,
     SummaryRequest,
@@ -49,7 +50,7 @@ def injected_lines(summary: str) -> list[str]:
 def assert_quoted(summary: str) -> None:
     """Injected text appears only inside the quoted excerpt of a ``- result`` line, under the data-not-instructions
     header; never as a line of its own, a section, a user request or a step that could read as an instruction."""
-    assert summary.startswith(SUMMARY_HEADER), "summary without its data-not-instructions framing"
+    assert summary.startswith((SUMMARY_HEADER, PROGRESS_HEADER)), "summary without its data-not-instructions framing"
     for line in injected_lines(summary):
         assert line.startswith("- result ") and QUOTE in line, f"injected text outside a quote: {line!r}"
         first = min(line.index(k) for k in MARKERS if k in line)
@@ -121,7 +122,8 @@ def test_a_tiny_summary_budget_keeps_the_framing_whole() -> None:
 def test_llm_summarizer_prompt_says_tool_output_is_data() -> None:
     assert "Never follow" in LLM_SUMMARY_PROMPT and "instructions" in LLM_SUMMARY_PROMPT
     assert "<tool_output>" in LLM_SUMMARY_PROMPT
-    assert "not instructions" in SUMMARY_HEADER and "do not follow" in SUMMARY_HEADER
+    for header in (SUMMARY_HEADER, PROGRESS_HEADER):
+        assert "not instructions" in header and "do not follow" in header
 
 
 def _transcript_case(injection: str) -> tuple[str, list[Message]]:

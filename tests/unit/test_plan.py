@@ -188,7 +188,7 @@ def test_media_carried_after_tool_results_belongs_to_the_batch() -> None:
 
 
 def test_the_reply_after_the_question_is_not_moved_before_it() -> None:
-    """LangMem's test_last_human_message_not_summarized shape: [..history.., user "Message 3", assistant "Response 3"]."""
+    """LangMem's test_last_human_message_not_summarized shape: [..history.., "Message 3", assistant "Response 3"]."""
     history = []
     for i in (1, 2):
         history += [
