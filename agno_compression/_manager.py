@@ -29,6 +29,7 @@ from agno.models.message import Message
 from agno.run.base import RunContext
 
 from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
+from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
 from ._plan import (
@@ -63,6 +64,23 @@ if TYPE_CHECKING:
 log = logging.getLogger("agno_compression")
 
 _MAX_TRACKED_RUNS = 256
+
+STATS_KEYS: tuple[str, ...] = (
+    "folds",
+    "masks",
+    "shortened",
+    "messages_folded",
+    "tokens_saved",
+    "summarizer_calls",
+    "summarizer_failures",
+    "overflow_retries",
+    "observations_rewritten",
+    "observation_chars_saved",
+    "records_written",
+    "records_skipped",
+    "record_failures",
+)
+"""The counters of ``CompressionManager.stats`` (documented in the README), all present from construction."""
 
 
 @dataclass
@@ -175,34 +193,14 @@ class CompressionManager(AgnoCompressionManager):
     """Give the agent ``search_folded_history`` to read the exact originals of what was folded."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
-            raise ConfigError(f"compress_at_tokens must be an int >= 256, got {self.compress_at_tokens!r}")
-        if not 0.05 <= self.target_ratio <= 1.0:
-            raise ConfigError(f"target_ratio must be between 0.05 and 1.0, got {self.target_ratio!r}")
-        if self.max_summary_tokens < 50:
-            raise ConfigError(f"max_summary_tokens must be >= 50, got {self.max_summary_tokens!r}")
-        if not 10 <= self.min_summary_tokens <= self.max_summary_tokens:
-            raise ConfigError(
-                f"min_summary_tokens must be between 10 and max_summary_tokens ({self.max_summary_tokens}), "
-                f"got {self.min_summary_tokens!r}"
-            )
-        if self.retained_turns is not None and (not isinstance(self.retained_turns, int) or self.retained_turns < 0):
-            raise ConfigError(f"retained_turns must be None or an int >= 0, got {self.retained_turns!r}")
-        policies = self.observations.values() if isinstance(self.observations, Mapping) else [self.observations]
-        for policy in policies:
-            if policy is not None and not isinstance(policy, ObservationPolicy):
-                raise ConfigError(f"observation policies need an apply(text, tool_name) method, got {policy!r}")
-        if not isinstance(self.overflow_retries, int) or not 0 <= self.overflow_retries <= 10:
-            raise ConfigError(f"overflow_retries must be an int from 0 to 10, got {self.overflow_retries!r}")
-        if self.store_cooldown < 0:
-            raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
-        if self.summarizer_timeout <= 0:
-            raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
+        check_options(self)  # every field's type and range: a ConfigError naming the option and the value
         self.strategy = resolve_strategy(self.summarizer, self.model)
         # agno's own knobs: folding is driven by our threshold, never by agno's count trigger.
         self.compress_tool_results = True
         self.compress_tool_results_limit = None
         self.compress_token_limit = self.compress_at_tokens
+        for key in STATS_KEYS:  # every documented counter exists from the start, at 0
+            self.stats.setdefault(key, 0)
         self._fallback = ExtractiveSummarizer()
         self._runs: OrderedDict[int, _RunState] = OrderedDict()
         self._counters: dict[str, TokenCounter] = {}
