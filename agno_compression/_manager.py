@@ -29,6 +29,7 @@ from agno.models.message import Message
 from agno.run.base import RunContext
 
 from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
+from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, walk
 from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
@@ -219,19 +220,28 @@ class CompressionManager(AgnoCompressionManager):
 
         if not isinstance(target, (Agent, Team)):
             raise ConfigError(f"attach() takes an agno Agent or Team, got {type(target).__name__}")
-        if getattr(target, "offload_tool_results", False):
-            raise ConfigError(
-                f"{type(target).__name__} {target.name or target.id!r} has offload_tool_results enabled; agno "
-                "cannot combine it with compression. Turn offloading off to attach agno-compression."
-            )
+        check_attachable(self, target, include_members)  # raises before anything is changed
+        for node, _ in walk(target, include_members):
+            self._wire(node)
+        return target
+
+    def _wire(self, target: Any) -> None:
         target.compression_manager = self
         target.compress_tool_results = True
         if target.model is not None:
-            guard_overflow(target.model, self, self.overflow_retries)
+            if compaction_handles_overflow(target):
+                log.info(
+                    "agno-compression: %s has agno's Compaction(on_context_overflow=True): agno's compaction answers "
+                    "'prompt too long' there; agno-compression only folds before model calls",
+                    label(target),
+                )
+            else:
+                guard_overflow(target.model, self, self.overflow_retries)
         if self.search_tool:
-            tools = list(target.tools or []) if isinstance(target.tools, list) or target.tools is None else None
-            if tools is not None and not any(getattr(t, "__name__", None) == SEARCH_TOOL_NAME for t in tools):
-                target.tools = [*tools, self._search_function()]
+            # offered per run by a pre-hook, not kept in target.tools: to_dict/from_dict need no registry entry for it
+            if isinstance(target.tools, list):
+                target.tools = [t for t in target.tools if getattr(t, "__name__", None) != SEARCH_TOOL_NAME]
+            self._search_tool = getattr(self, "_search_tool", None) or self._search_function()
         if self.output_guidance:
             self._add_guidance(target)
         hooks = list(target.post_hooks or [])
@@ -239,21 +249,22 @@ class CompressionManager(AgnoCompressionManager):
             hooks.append(self.restore_run_messages)
         target.post_hooks = hooks
         pre = list(target.pre_hooks or [])
-        if self.register_run not in pre:
-            pre.append(self.register_run)
+        for hook in (self.register_run, self.offer_search_tool):
+            if hook not in pre:
+                pre.append(hook)
         target.pre_hooks = pre
         if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
             self.strategy.summarizer.model = self.model or target.model
         from ._metrics import fix_known_stream_usage
 
-        # Streamed usage counted once, for the agent's and the summarizer's models (members' via the recursion).
+        # Streamed usage counted once, for the agent's and the summarizer's models (members' via walk()).
         fix_known_stream_usage(target.model, self.model, getattr(self.strategy.summarizer, "model", None))
-        if isinstance(target, Team) and include_members:
-            members = target.members if isinstance(target.members, list) else []
-            for member in members:
-                if isinstance(member, (Agent, Team)):
-                    self.attach(member, include_members=True)
-        return target
+
+    def offer_search_tool(self, run_context: Any = None) -> None:
+        """Pre-hook: give this run ``search_folded_history`` (as a run-scoped tool, never saved in the config)."""
+        tool = getattr(self, "_search_tool", None)
+        if self.search_tool and tool is not None:
+            add_client_tool(run_context, tool, SEARCH_TOOL_NAME)
 
     @staticmethod
     def _add_guidance(target: Any) -> None:
