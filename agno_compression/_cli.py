@@ -146,6 +146,7 @@ def _from_db(spec: str) -> list[Trajectory]:
 def _load(paths: list[str]) -> list[Trajectory]:
     runs: list[Trajectory] = []
     for spec in paths:
+        _text_option("PATH", spec)  # '' would mean the current directory
         if "://" in spec or (Path(spec).is_file() and _is_sqlite(Path(spec))):
             with reading(spec):
                 runs += _from_db(spec)
@@ -258,6 +259,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def open_db(spec: str, *, schema: str | None = None) -> Any:
     """An agno db for ``--db`` (a SQLAlchemy URL or a SQLite file path), opened read-only."""
+    _text_option("--db", spec)
     from sqlalchemy import create_engine, inspect
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError

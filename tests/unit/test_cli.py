@@ -331,6 +331,8 @@ def test_bad_options_exit_2_with_one_clear_line(session_db: Path, tmp_path: Path
         ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "dir.png")): "is a directory",
         ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "no" / "r.png")): "does not exist",
         ("eval", db, "-b", "-5"): "--budget must be >= 256",
+        ("eval", ""): "PATH must not be empty",
+        ("inspect", "--db", ""): "--db must not be empty",
     }
     for args, needle in cases.items():
         result = runner.invoke(app, list(args))
