@@ -168,8 +168,8 @@ def eval_command(
     paths: Annotated[
         list[str],
         typer.Argument(
-            help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, TapeAgents), "
-            "agno session databases (SQLite files or SQLAlchemy URLs)."
+            help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, "
+            "mini-swe-agent, TapeAgents), agno session databases (SQLite files or SQLAlchemy URLs)."
         ),
     ],
     summarizer: Annotated[
