@@ -7,7 +7,8 @@ Attaching must never make an agno feature work worse than without it:
 - another compression manager (agno's own, or a second one of ours) is replaced with a warning
   that names it;
 - agno's ``Compaction(on_context_overflow=True)`` (or ``compaction=True``) handles the provider's
-  "prompt too long" itself: on such an agent the manager's fold-and-retry is not installed;
+  "prompt too long" itself: on such an agent the manager's fold-and-retry is not installed, and where its
+  model is shared with an agent that has it, the wrapper lets that agent's overflow errors through to agno;
 - the ``search_folded_history`` tool is handed to each run by a pre-hook instead of living in
   ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
   (AgentOS and saved configs) never meet a tool no registry knows.
@@ -91,6 +92,19 @@ def compaction_handles_overflow(agent: Any) -> bool:
         if not stores_compaction_records(db):
             return False  # agno turns compaction off on such a db: the manager's recovery stays the only one
     return True
+
+
+def note_overflow_owner(manager: Any, agent: Any) -> None:
+    """Remember (at run start, when agno has set the id) an agent whose own Compaction answers overflow."""
+    agent_id = getattr(agent, "id", None)
+    if agent_id and compaction_handles_overflow(agent):
+        manager._compaction_agents.add(agent_id)
+
+
+def defers_overflow(manager: Any, run_response: Any) -> bool:
+    """True when the run belongs to an agent whose agno Compaction answers overflow (its model may be shared)."""
+    agent_id = getattr(run_response, "agent_id", None)
+    return bool(agent_id) and agent_id in getattr(manager, "_compaction_agents", ())
 
 
 def add_client_tool(run_context: Any, tool: Any, name: str) -> None:

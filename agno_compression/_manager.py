@@ -29,7 +29,7 @@ from agno.models.message import Message
 from agno.run.base import RunContext
 
 from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
-from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, walk
+from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, note_overflow_owner, walk
 from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
@@ -210,6 +210,7 @@ class CompressionManager(AgnoCompressionManager):
         self._contexts: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._store_down_until: dict[int, float] = {}
+        self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class CompressionManager(AgnoCompressionManager):
             hooks.append(self.restore_run_messages)
         target.post_hooks = hooks
         pre = list(target.pre_hooks or [])
-        for hook in (self.register_run, self.offer_search_tool):
+        for hook in (self.register_run, self.prepare_run):
             if hook not in pre:
                 pre.append(hook)
         target.pre_hooks = pre
@@ -260,11 +261,13 @@ class CompressionManager(AgnoCompressionManager):
         # Streamed usage counted once, for the agent's and the summarizer's models (members' via walk()).
         fix_known_stream_usage(target.model, self.model, getattr(self.strategy.summarizer, "model", None))
 
-    def offer_search_tool(self, run_context: Any = None) -> None:
-        """Pre-hook: give this run ``search_folded_history`` (as a run-scoped tool, never saved in the config)."""
+    def prepare_run(self, run_context: Any = None, agent: Any = None) -> None:
+        """Pre-hook: give this run ``search_folded_history`` (run-scoped, never saved in the config); note an
+        agent whose agno Compaction answers overflow, so a model shared with other agents defers for it."""
         tool = getattr(self, "_search_tool", None)
         if self.search_tool and tool is not None:
             add_client_tool(run_context, tool, SEARCH_TOOL_NAME)
+        note_overflow_owner(self, agent)
 
     @staticmethod
     def _add_guidance(target: Any) -> None:

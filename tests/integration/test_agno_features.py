@@ -136,16 +136,29 @@ def agno_counts_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 SUMMARY = "## Summary\nEight chunks of the build log were read; every file compiled."
 
 
-@pytest.mark.parametrize("compaction", [True, False], ids=["agno-compaction", "no-compaction"])
+@pytest.mark.parametrize(
+    ("compaction", "shared"),
+    [(True, False), (True, True), (False, False)],
+    ids=["agno-compaction", "agno-compaction-model-shared-with-another-agent", "no-compaction"],
+)
 def test_agnos_compaction_on_overflow_acts_when_configured(
-    httpserver: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, compaction: bool, agno_counts_offline: None
+    httpserver: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    compaction: bool,
+    shared: bool,
+    agno_counts_offline: None,
 ) -> None:
     server = Server(limit=1_000_000)
     serve(httpserver, gemini_handler(server))
     db = SqliteDb(db_file=str(tmp_path / "c.db"))
+    model = gemini(httpserver)
+    manager = CompressionManager(compress_at_tokens=200_000)  # never folds by itself: only recovery can act
+    if shared:  # another agent on the same model instance, attached first: the model gets the overflow wrapper
+        manager.attach(Agent(name="other", model=model, db=db, telemetry=False))
     agent = Agent(
         name="builder",
-        model=gemini(httpserver),
+        model=model,
         tools=[read_chunk],
         db=db,
         session_id="s",
@@ -153,7 +166,6 @@ def test_agnos_compaction_on_overflow_acts_when_configured(
         telemetry=False,
         compaction=Compaction(on_context_overflow=True, model=scripted(SUMMARY)) if compaction else None,
     )
-    manager = CompressionManager(compress_at_tokens=200_000)  # never folds by itself: only recovery can act
     with caplog.at_level(logging.INFO, logger="agno_compression"):
         manager.attach(agent)
     first = agent.run("Read every chunk of the build log.")
