@@ -211,6 +211,7 @@ class CompressionManager(AgnoCompressionManager):
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._store_down_until: dict[int, float] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
+        self._search_tool = self._search_function()  # offered to each run by prepare_run
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -238,11 +239,8 @@ class CompressionManager(AgnoCompressionManager):
                 )
             else:
                 guard_overflow(target.model, self, self.overflow_retries)
-        if self.search_tool:
-            # offered per run by a pre-hook, not kept in target.tools: to_dict/from_dict need no registry entry for it
-            if isinstance(target.tools, list):
-                target.tools = [t for t in target.tools if getattr(t, "__name__", None) != SEARCH_TOOL_NAME]
-            self._search_tool = getattr(self, "_search_tool", None) or self._search_function()
+        # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
+        # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
             self._add_guidance(target)
         hooks = list(target.post_hooks or [])
@@ -264,9 +262,8 @@ class CompressionManager(AgnoCompressionManager):
     def prepare_run(self, run_context: Any = None, agent: Any = None) -> None:
         """Pre-hook: give this run ``search_folded_history`` (run-scoped, never saved in the config); note an
         agent whose agno Compaction answers overflow, so a model shared with other agents defers for it."""
-        tool = getattr(self, "_search_tool", None)
-        if self.search_tool and tool is not None:
-            add_client_tool(run_context, tool, SEARCH_TOOL_NAME)
+        if self.search_tool:
+            add_client_tool(run_context, self._search_tool, SEARCH_TOOL_NAME)
         note_overflow_owner(self, agent)
 
     @staticmethod
