@@ -5,7 +5,11 @@ Bad input exits with code 2 and one clear line on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +19,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from . import __version__
-from ._exceptions import ConfigError
+from ._exceptions import ConfigError, StoreError
 from ._trajectories import Trajectory, load_trajectories
 
 app = typer.Typer(
@@ -32,6 +36,79 @@ def fail(message: str) -> typer.Exit:
     """Print one clear line and return the exit (code 2) to raise."""
     typer.echo(f"agno-compression: error: {' '.join(message.split())}", err=True)
     return typer.Exit(code=2)
+
+
+def _short(exc: BaseException) -> str:
+    """The driver's own message (``database disk image is malformed``), not SQLAlchemy's statement dump."""
+    text = str(getattr(exc, "orig", None) or exc)
+    return " ".join(text.split("\n")[0].split())[:200]
+
+
+def _sqlite_path(spec: str) -> Path | None:
+    if "://" not in spec:
+        return Path(spec)
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(spec)
+    except Exception:
+        return None
+    return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
+
+
+def _damage(spec: str) -> str | None:
+    """What SQLite's ``quick_check`` finds wrong with a SQLite file (``None``: intact, or not SQLite)."""
+    path = _sqlite_path(spec)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)) as conn:
+            rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    found = [str(r[0]) for r in rows if r and r[0] != "ok"]
+    return " ".join(" ".join(found).split())[:200] if found else None
+
+
+@contextmanager
+def reading(spec: str) -> Iterator[None]:
+    """Database errors met while reading ``spec`` become one line and exit 2, wherever they surface.
+
+    A damaged page only fails when a query reaches it, deep inside agno's or our own reads; any other
+    error is translated too when SQLite's ``quick_check`` confirms the file is damaged (garbled JSON in a
+    corrupt row), and re-raised untouched otherwise (a bug is not a bad database).
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (SQLAlchemyError, sqlite3.DatabaseError, StoreError) as exc:
+        raise fail(f"{spec}: cannot read the database: {_short(exc)}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # a damaged overflow page garbles a stored value
+        raise fail(f"{spec}: cannot read the database: a stored value is damaged ({_short(exc)})") from exc
+    except Exception as exc:
+        damage = _damage(spec)
+        if damage is None:
+            raise
+        raise fail(f"{spec}: the database is damaged ({damage}); {type(exc).__name__}: {_short(exc)}") from exc
+
+
+def _text_option(option: str, value: str | None) -> str | None:
+    """``--session ''`` and the like are mistakes, not "everything"."""
+    if value is not None and not value.strip():
+        raise fail(f"{option} must not be empty, got {value!r}")
+    return value
+
+
+def _output_file(option: str, path: Path) -> Path:
+    """A file ``--out`` can be written to: not a directory, in a directory that exists."""
+    if path.is_dir():
+        raise fail(f"{option} {str(path)!r} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise fail(f"{option} {str(path)!r}: directory {str(path.parent)!r} does not exist")
+    return path
 
 
 def _version(value: bool) -> None:
@@ -69,15 +146,14 @@ def _from_db(spec: str) -> list[Trajectory]:
 def _load(paths: list[str]) -> list[Trajectory]:
     runs: list[Trajectory] = []
     for spec in paths:
-        if "://" in spec:
-            runs += _from_db(spec)
+        _text_option("PATH", spec)  # '' would mean the current directory
+        if "://" in spec or (Path(spec).is_file() and _is_sqlite(Path(spec))):
+            with reading(spec):
+                runs += _from_db(spec)
             continue
         path = Path(spec)
         if not path.exists():
             raise fail(f"{path}: no such file or directory")
-        if path.is_file() and _is_sqlite(path):
-            runs += _from_db(spec)
-            continue
         try:
             runs += load_trajectories(path)
         except ConfigError as exc:
@@ -92,8 +168,8 @@ def eval_command(
     paths: Annotated[
         list[str],
         typer.Argument(
-            help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, TapeAgents), "
-            "agno session databases (SQLite files or SQLAlchemy URLs)."
+            help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, "
+            "mini-swe-agent, TapeAgents), agno session databases (SQLite files or SQLAlchemy URLs)."
         ),
     ],
     summarizer: Annotated[
@@ -193,6 +269,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def open_db(spec: str, *, schema: str | None = None) -> Any:
     """An agno db for ``--db`` (a SQLAlchemy URL or a SQLite file path), opened read-only."""
+    _text_option("--db", spec)
     from sqlalchemy import create_engine, inspect
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -272,6 +349,13 @@ def inspect_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """List a database's sessions, or one session's timeline of model calls and folds."""
+    _text_option("--session", session)
+    _text_option("--schema", schema)
+    with reading(db):
+        _inspect(db, session, schema, ids=ids, full=full, as_json=as_json)
+
+
+def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, full: bool, as_json: bool) -> None:
     from ._store import SQLAlchemyStore, stats, store_for
 
     handle = open_db(db, schema=schema)
@@ -365,21 +449,29 @@ def export_command(
 
     if per not in ("session", "run"):
         raise fail(f"--per must be 'session' or 'run', got {per!r}")
-    handle = open_db(db, schema=schema)
-    ids = [session] if session else [s.session_id for s in _sessions(handle)]
-    if session:
-        _session(handle, session, db)
-    lines = [
-        json.dumps(e, ensure_ascii=False)
-        for sid in ids
-        for e in export_examples(handle, sid, per=per, with_view=with_view)
-    ]
+    _text_option("--session", session)
+    _text_option("--schema", schema)
+    if out is not None:
+        _output_file("--out", out)
+    with reading(db):
+        handle = open_db(db, schema=schema)
+        ids = [session] if session is not None else [s.session_id for s in _sessions(handle)]
+        if session is not None:
+            _session(handle, session, db)
+        lines = [
+            json.dumps(e, ensure_ascii=False)
+            for sid in ids
+            for e in export_examples(handle, sid, per=per, with_view=with_view)
+        ]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
         typer.echo(text, nl=False)
-    else:
+        return
+    try:
         out.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {len(lines)} examples to {out}", err=True)
+    except OSError as exc:
+        raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
+    typer.echo(f"wrote {len(lines)} examples to {out}", err=True)
 
 
 @app.command("report")
@@ -398,16 +490,25 @@ def report_command(
 
     if out.suffix not in (".png", ".svg"):
         raise fail(f"--out must end in .png or .svg, got {out.name!r}")
-    handle = open_db(db, schema=schema)
-    found = _session(handle, session, db)
-    store = store_for(handle)
-    records = store.events(session) if store is not None else []
-    runs = [r for r in found.runs or [] if getattr(r, "parent_run_id", None) is None]
+    _output_file("--out", out)
+    _text_option("--session", session)
+    _text_option("--schema", schema)
+    if budget is not None and budget <= 0:
+        raise fail(f"--budget must be a positive number of tokens, got {budget}")
+    with reading(db):
+        handle = open_db(db, schema=schema)
+        found = _session(handle, session, db)
+        store = store_for(handle)
+        records = store.events(session) if store is not None else []
+        runs = [r for r in found.runs or [] if getattr(r, "parent_run_id", None) is None]
     series = session_series(runs, records, f"session {session}")
     series.budget = budget
     if not series.with_compression:
         raise fail(f"session {session!r} has no model calls to draw")
-    page = draw(series, out)
+    try:
+        page = draw(series, out)
+    except OSError as exc:
+        raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
     typer.echo(f"wrote {out} and {page}")
 
 

@@ -29,6 +29,8 @@ from agno.models.message import Message
 from agno.run.base import RunContext
 
 from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
+from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, note_overflow_owner, walk
+from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
 from ._plan import (
@@ -68,6 +70,23 @@ log = logging.getLogger("agno_compression")
 _MAX_TRACKED_RUNS = 256
 EARLY_FOLD_GAP = 4
 """Model calls at least between a fold and an early (under budget) one: the agent keeps a few steps verbatim."""
+
+STATS_KEYS: tuple[str, ...] = (
+    "folds",
+    "masks",
+    "shortened",
+    "messages_folded",
+    "tokens_saved",
+    "summarizer_calls",
+    "summarizer_failures",
+    "overflow_retries",
+    "observations_rewritten",
+    "observation_chars_saved",
+    "records_written",
+    "records_skipped",
+    "record_failures",
+)
+"""The counters of ``CompressionManager.stats`` (documented in the README), all present from construction."""
 
 
 @dataclass
@@ -192,44 +211,14 @@ class CompressionManager(AgnoCompressionManager):
     summarizer's own tokens) within this many model calls; ``None`` folds only when the budget is exceeded."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.compress_at_tokens, int) or self.compress_at_tokens < 256:
-            raise ConfigError(f"compress_at_tokens must be an int >= 256, got {self.compress_at_tokens!r}")
-        if not 0.05 <= self.target_ratio <= 1.0:
-            raise ConfigError(f"target_ratio must be between 0.05 and 1.0, got {self.target_ratio!r}")
-        if self.max_summary_tokens < 50:
-            raise ConfigError(f"max_summary_tokens must be >= 50, got {self.max_summary_tokens!r}")
-        if not 10 <= self.min_summary_tokens <= self.max_summary_tokens:
-            raise ConfigError(
-                f"min_summary_tokens must be between 10 and max_summary_tokens ({self.max_summary_tokens}), "
-                f"got {self.min_summary_tokens!r}"
-            )
-        if self.retained_turns is not None and (not isinstance(self.retained_turns, int) or self.retained_turns < 0):
-            raise ConfigError(f"retained_turns must be None or an int >= 0, got {self.retained_turns!r}")
-        policies = self.observations.values() if isinstance(self.observations, Mapping) else [self.observations]
-        for policy in policies:
-            if policy is not None and not isinstance(policy, ObservationPolicy):
-                raise ConfigError(f"observation policies need an apply(text, tool_name) method, got {policy!r}")
-        if not isinstance(self.overflow_retries, int) or not 0 <= self.overflow_retries <= 10:
-            raise ConfigError(f"overflow_retries must be an int from 0 to 10, got {self.overflow_retries!r}")
-        if self.store_cooldown < 0:
-            raise ConfigError(f"store_cooldown must be >= 0, got {self.store_cooldown!r}")
-        if self.summarizer_timeout <= 0:
-            raise ConfigError(f"summarizer_timeout must be > 0, got {self.summarizer_timeout!r}")
-        if (
-            isinstance(self.cache_rate, bool)
-            or not isinstance(self.cache_rate, (int, float))
-            or not (0.0 <= self.cache_rate <= 1.0)
-        ):
-            raise ConfigError(f"cache_rate must be a number from 0 to 1, got {self.cache_rate!r}")
-        if self.payback_calls is not None and (
-            isinstance(self.payback_calls, bool) or not isinstance(self.payback_calls, int) or self.payback_calls < 1
-        ):
-            raise ConfigError(f"payback_calls must be None or an int >= 1, got {self.payback_calls!r}")
+        check_options(self)  # every field's type and range: a ConfigError naming the option and the value
         self.strategy = resolve_strategy(self.summarizer, self.model)
         # agno's own knobs: folding is driven by our threshold, never by agno's count trigger.
         self.compress_tool_results = True
         self.compress_tool_results_limit = None
         self.compress_token_limit = self.compress_at_tokens
+        for key in STATS_KEYS:  # every documented counter exists from the start, at 0
+            self.stats.setdefault(key, 0)
         self._fallback = ExtractiveSummarizer()
         self._runs: OrderedDict[int, _RunState] = OrderedDict()
         self._counters: dict[str, TokenCounter] = {}
@@ -238,6 +227,8 @@ class CompressionManager(AgnoCompressionManager):
         self._contexts: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._store_down_until: dict[int, float] = {}
+        self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
+        self._search_tool = self._search_function()  # offered to each run by prepare_run
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -248,19 +239,25 @@ class CompressionManager(AgnoCompressionManager):
 
         if not isinstance(target, (Agent, Team)):
             raise ConfigError(f"attach() takes an agno Agent or Team, got {type(target).__name__}")
-        if getattr(target, "offload_tool_results", False):
-            raise ConfigError(
-                f"{type(target).__name__} {target.name or target.id!r} has offload_tool_results enabled; agno "
-                "cannot combine it with compression. Turn offloading off to attach agno-compression."
-            )
+        check_attachable(self, target, include_members)  # raises before anything is changed
+        for node, _ in walk(target, include_members):
+            self._wire(node)
+        return target
+
+    def _wire(self, target: Any) -> None:
         target.compression_manager = self
         target.compress_tool_results = True
         if target.model is not None:
-            guard_overflow(target.model, self, self.overflow_retries)
-        if self.search_tool:
-            tools = list(target.tools or []) if isinstance(target.tools, list) or target.tools is None else None
-            if tools is not None and not any(getattr(t, "__name__", None) == SEARCH_TOOL_NAME for t in tools):
-                target.tools = [*tools, self._search_function()]
+            if compaction_handles_overflow(target):
+                log.info(
+                    "agno-compression: %s has agno's Compaction(on_context_overflow=True): agno's compaction answers "
+                    "'prompt too long' there; agno-compression only folds before model calls",
+                    label(target),
+                )
+            else:
+                guard_overflow(target.model, self, self.overflow_retries)
+        # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
+        # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
             self._add_guidance(target)
         hooks = list(target.post_hooks or [])
@@ -268,21 +265,23 @@ class CompressionManager(AgnoCompressionManager):
             hooks.append(self.restore_run_messages)
         target.post_hooks = hooks
         pre = list(target.pre_hooks or [])
-        if self.register_run not in pre:
-            pre.append(self.register_run)
+        for hook in (self.register_run, self.prepare_run):
+            if hook not in pre:
+                pre.append(hook)
         target.pre_hooks = pre
         if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
             self.strategy.summarizer.model = self.model or target.model
         from ._metrics import fix_known_stream_usage
 
-        # Streamed usage counted once, for the agent's and the summarizer's models (members' via the recursion).
+        # Streamed usage counted once, for the agent's and the summarizer's models (members' via walk()).
         fix_known_stream_usage(target.model, self.model, getattr(self.strategy.summarizer, "model", None))
-        if isinstance(target, Team) and include_members:
-            members = target.members if isinstance(target.members, list) else []
-            for member in members:
-                if isinstance(member, (Agent, Team)):
-                    self.attach(member, include_members=True)
-        return target
+
+    def prepare_run(self, run_context: Any = None, agent: Any = None) -> None:
+        """Pre-hook: give this run ``search_folded_history`` (run-scoped, never saved in the config); note an
+        agent whose agno Compaction answers overflow, so a model shared with other agents defers for it."""
+        if self.search_tool:
+            add_client_tool(run_context, self._search_tool, SEARCH_TOOL_NAME)
+        note_overflow_owner(self, agent)
 
     @staticmethod
     def _add_guidance(target: Any) -> None:

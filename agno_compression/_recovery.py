@@ -6,7 +6,8 @@ When a call fails with a context-overflow error, the wrapper asks the manager to
 very message list it was given (the run's live list) with a smaller budget, then calls
 again with the same arguments, at most ``retries`` times; then the provider's error is
 raised as it was. Every other error passes through untouched. A stream is retried only
-if it failed before its first chunk.
+if it failed before its first chunk. A run of an agent whose own agno ``Compaction`` answers
+overflow (see ``_compat``) is left to agno, also when its model instance is shared.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from agno.exceptions import ContextWindowExceededError, ModelProviderError
+
+from ._compat import defers_overflow
 
 _GUARD = "_agno_compression_overflow_guard"
 
@@ -30,9 +33,12 @@ def is_context_overflow(error: BaseException) -> bool:
     return any(pattern in text for pattern in ModelProviderError.CONTEXT_WINDOW_PATTERNS)
 
 
-def _call_parts(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+def _call_parts(args: tuple[Any, ...], kwargs: dict[str, Any], manager: Any) -> tuple[Any, Any]:
+    """The live message list and the run's metrics; no list when agno's own Compaction answers for this run."""
     messages = kwargs.get("messages", args[0] if args else None)
     run_response = kwargs.get("run_response")
+    if defers_overflow(manager, run_response):
+        return None, None  # the error goes on to agno's Compaction, as if the wrapper were not there
     return messages, getattr(run_response, "metrics", None)
 
 
@@ -68,7 +74,7 @@ def _sync(original: Callable[..., Any], manager: Any, retries: int) -> Callable[
             try:
                 return original(*args, **kwargs)
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs)
+                messages, metrics = _call_parts(args, kwargs, manager)
                 if attempt == retries or messages is None or not is_context_overflow(exc):
                     raise
                 if not manager.recover_from_overflow(messages, attempt + 1, metrics):
@@ -84,7 +90,7 @@ def _async(original: Callable[..., Any], manager: Any, retries: int) -> Callable
             try:
                 return await original(*args, **kwargs)
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs)
+                messages, metrics = _call_parts(args, kwargs, manager)
                 if attempt == retries or messages is None or not is_context_overflow(exc):
                     raise
                 if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):
@@ -104,7 +110,7 @@ def _stream(original: Callable[..., Iterator[Any]], manager: Any, retries: int) 
                     yield chunk
                 return
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs)
+                messages, metrics = _call_parts(args, kwargs, manager)
                 if started or attempt == retries or messages is None or not is_context_overflow(exc):
                     raise
                 if not manager.recover_from_overflow(messages, attempt + 1, metrics):
@@ -125,7 +131,7 @@ def _astream(
                     yield chunk
                 return
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs)
+                messages, metrics = _call_parts(args, kwargs, manager)
                 if started or attempt == retries or messages is None or not is_context_overflow(exc):
                     raise
                 if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):

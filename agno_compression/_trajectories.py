@@ -12,7 +12,13 @@ content. Supported formats:
   ``trajectory`` steps when there is no history).
 * **tapeagents** – a tape ``{metadata, steps}``: ``*_action`` steps become tool calls with ids
   ``call_<step index>``, the observations after them their results, thoughts assistant text.
+* **mini-swe-agent** – a ``*.traj.json`` object ``{"info", "messages", "trajectory_format"}``: OpenAI-style
+  system/user/assistant messages (actions as ```bash blocks in the assistant text, observations as user
+  messages), ending with a ``role="exit"`` record, which is not part of the conversation and is dropped.
 * **openai-chat** – a JSON list of chat messages or an object with a ``messages`` list.
+
+In every chat-shaped format a message whose role is none of system/developer/user/assistant/tool is
+skipped, with one warning per file naming the roles, rather than failing the file.
 
 Every message gets the id ``"<trajectory name>:<index>"`` and ``created_at=0``, so two loads of
 a file are equal. Content is always a ``str`` and never shortened. Tool calls and results are
@@ -25,7 +31,10 @@ reused within a run (tau-bench and SWE-agent replays do) get a ``_2``, ``_3``...
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +64,12 @@ _OH_META = {"id", "timestamp", "source", "message", "action", "cause", "tool_cal
 _OH_NOT_ARGS = {"thought", "action_risk", "is_confirmed", "confirmation_state", "security_risk", "impl_source"}
 
 
+log = logging.getLogger("agno_compression")
+
+# Roles skipped while converting the current file (per thread): reported once per file by ``_load_file``.
+_skipped = threading.local()
+
+
 class TrajectoryFormatError(ConfigError):
     """A trajectory file is malformed or in no known format; the message names the file."""
 
@@ -64,7 +79,8 @@ class Trajectory:
     """One recorded agent run as agno messages.
 
     Attributes:
-        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"`` or ``"openai-chat"``.
+        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"``, ``"mini-swe-agent"`` or
+            ``"openai-chat"``.
         name: ``"<file stem>#<run id or index>"``, unique within its file.
         messages: system (if any), user, assistant (``tool_calls`` in OpenAI shape) and tool
             (``tool_call_id``, ``tool_name``) messages with ``str`` content.
@@ -115,6 +131,20 @@ def _render_call(call: Raw) -> str:
 # --------------------------------------------------------------------------- openai chat (also tau-bench, swe-agent)
 
 
+def _chat(messages: Any, ignore: frozenset[str] = frozenset()) -> list[Raw]:
+    """Chat message dicts as raw messages; unknown roles are skipped (and counted for the file's warning)."""
+    out = []
+    for message in messages:
+        if isinstance(message, dict) and isinstance(message.get("role"), str) and message["role"] not in _ROLES:
+            if message["role"] not in ignore:
+                counts: Counter[str] | None = getattr(_skipped, "roles", None)
+                if counts is not None:
+                    counts[message["role"]] += 1
+            continue
+        out.append(_from_openai(message))
+    return out
+
+
 def _from_openai(message: Any) -> Raw:
     """One OpenAI-chat message dict as a raw message (SWE-agent's ``tool_call_ids`` accepted)."""
     if not isinstance(message, dict) or message.get("role") not in _ROLES:
@@ -136,12 +166,21 @@ def _openai_runs(data: Any) -> list[Run]:
     """A plain chat: a list of messages or ``{"messages": [...]}``; JSONL: one such object per line."""
     if isinstance(data, list) and data and all(isinstance(d, dict) and "messages" in d for d in data):
         # e.g. ``agno-compression export``: one example per line, named by its run or session id
-        return [
-            (str(d.get("run_id") or d.get("session_id") or i), [_from_openai(m) for m in d["messages"]])
-            for i, d in enumerate(data)
-        ]
+        return [(str(d.get("run_id") or d.get("session_id") or i), _chat(d["messages"])) for i, d in enumerate(data)]
     messages = data["messages"] if isinstance(data, dict) else data
-    return [("0", [_from_openai(m) for m in messages])]
+    return [("0", _chat(messages))]
+
+
+def _mini_swe_agent_runs(data: Any) -> list[Run]:
+    """A mini-swe-agent trajectory: its chat messages; the closing ``exit`` record is not part of the chat."""
+    return [("0", _chat(data["messages"], ignore=frozenset({"exit"})))]
+
+
+def _is_mini_swe_agent(data: Raw) -> bool:
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not _is_chat(messages):
+        return False
+    return str(data.get("trajectory_format", "")).startswith("mini-swe-agent") or messages[-1].get("role") == "exit"
 
 
 def _tau_bench_runs(data: Any) -> list[Run]:
@@ -149,14 +188,14 @@ def _tau_bench_runs(data: Any) -> list[Run]:
     runs = []
     for index, record in enumerate(data):
         run_id = f"{record['task_id']}-{record['trial']}" if "trial" in record else str(record.get("task_id", index))
-        runs.append((run_id, [_from_openai(m) for m in record["traj"]]))
+        runs.append((run_id, _chat(record["traj"])))
     return runs
 
 
 def _swe_agent_runs(data: Any) -> list[Run]:
     """A SWE-agent ``.traj``: its ``history``, else its ``trajectory`` steps as assistant/user turns."""
     if data.get("history"):
-        return [("0", [_from_openai(m) for m in data["history"]])]
+        return [("0", _chat(data["history"]))]
     messages: list[Raw] = []
     for step in data["trajectory"]:
         messages.append(_msg("assistant", step.get("response") or step.get("action")))
@@ -363,6 +402,7 @@ _CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
     "openhands": _openhands_runs,
     "swe-agent": _swe_agent_runs,
     "tapeagents": _tapeagents_runs,
+    "mini-swe-agent": _mini_swe_agent_runs,
     "openai-chat": _openai_runs,
 }
 
@@ -389,9 +429,13 @@ def _detect(data: Any) -> str:
             return "swe-agent"
         if isinstance(data.get("history"), list):
             return "openhands"
+        if _is_mini_swe_agent(data):
+            return "mini-swe-agent"
         if _is_chat(data.get("messages")):
             return "openai-chat"
-    raise ValueError("unrecognised structure (not tau-bench, OpenHands, SWE-agent, TapeAgents or OpenAI chat)")
+    raise ValueError(
+        "unrecognised structure (not tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents or OpenAI chat)"
+    )
 
 
 def _unique_id(call_id: str, used: set[str]) -> str:
@@ -474,6 +518,7 @@ def _load_file(path: Path) -> list[Trajectory]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrajectoryFormatError(f"{path}: cannot read as JSON: {exc}") from exc
     source = "unknown"
+    _skipped.roles = Counter()
     try:
         source = _detect(data)
         trajectories: list[Trajectory] = []
@@ -489,6 +534,11 @@ def _load_file(path: Path) -> list[Trajectory]:
         raise
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         raise TrajectoryFormatError(f"{path}: malformed {source} trajectory: {exc!r}") from exc
+    finally:
+        skipped, _skipped.roles = _skipped.roles, None
+    if skipped:
+        roles = ", ".join(f"{role!r} ({n})" for role, n in sorted(skipped.items()))
+        log.warning("agno-compression: %s: skipped messages with unknown roles: %s", path, roles)
     return trajectories
 
 

@@ -1,6 +1,6 @@
 """Benchmark: every context strategy side by side on the shared recorded agent runs, offline, in one process.
 
-    python bench/run.py [--quick] [--thresholds 8000 16000 32000] [--out bench/RESULTS.md]
+    python bench/run.py [--quick] [--thresholds 8000 16000 32000] [--out FILE]
 
 Replays the recordings of ``../shared/trajectories`` (tau-bench, OpenHands, SWE-agent, TapeAgents)
 through real agno Agents (a scripted model plays the recorded assistant turns, real tools return
@@ -8,7 +8,8 @@ the recorded outputs), with no compression, agno's ``CompressionManager(compress
 and ``Compaction(compact_at_tokens=T)``, and this package's extractive, mask, pipeline and llm
 strategies, plus a few long sessions chained from the same recordings. It also times loading a
 10,000-message session with 100 folds. Writes ``bench/RESULTS.md``; ``--quick`` replays a few
-small recordings at one threshold (the smoke test runs it).
+small recordings at one threshold (the smoke test runs it) and writes ``bench/out/RESULTS-quick.md``
+(git-ignored), so a quick run never overwrites the committed results; ``--out`` overrides either.
 
 Everything is offline: non-loopback connections are refused; agno's token counter gets tiktoken
 rank files from the ``bpe-openai`` package through a private ``TIKTOKEN_CACHE_DIR``; summaries
@@ -43,6 +44,8 @@ from agno_compression._trajectories import Trajectory, iter_shared_trajectories 
 
 DEFAULT_TRAJECTORIES = HERE.parent.parent / "shared" / "trajectories"
 DEFAULT_OUT = HERE / "RESULTS.md"
+QUICK_OUT = HERE / "out" / "RESULTS-quick.md"
+"""Where ``--quick`` writes without ``--out``: bench/out/ is git-ignored, bench/RESULTS.md is the committed full run."""
 LONG = "long sessions"
 """Source name of the sessions chained from several recordings of one source."""
 CHAIN_MESSAGES = 240
@@ -97,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thresholds", type=int, nargs="+", help="token thresholds (default 8000 16000 32000)")
     parser.add_argument("--settings", nargs="+", choices=_replays.SETTINGS[1:], help="strategies to compare")
     parser.add_argument("--trajectories", type=Path, default=DEFAULT_TRAJECTORIES, help="shared trajectories folder")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the results go (default bench/RESULTS.md)")
+    parser.add_argument(
+        "--out", type=Path, help="results file (default bench/RESULTS.md; with --quick bench/out/RESULTS-quick.md)"
+    )
     parser.add_argument("--session-messages", type=int, help="messages in the session-load test (default 10000)")
     parser.add_argument("--session-folds", type=int, help="fold records in the session-load test (default 100)")
     parser.add_argument(
@@ -107,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="SETTING", help="profile SETTING on the long sessions with pyinstrument")
     parser.add_argument("-v", "--verbose", action="store_true", help="show agno's and our log lines")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = QUICK_OUT if args.quick else DEFAULT_OUT
     if not args.trajectories.is_dir():
         print(f"error: no trajectory folder at {args.trajectories}", file=sys.stderr)
         return 2

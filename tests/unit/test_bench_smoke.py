@@ -1,4 +1,5 @@
-"""The benchmark command runs: quick mode (a few small recordings, one threshold) writes its results file.
+"""The benchmark command runs: quick mode (a few small recordings, one threshold) writes its results file
+under the git-ignored bench/out/, never over the committed bench/RESULTS.md.
 
 Benchmarks are not tests; this only checks that ``python bench/run.py --quick`` works end to end
 (offline, agno's built-ins included) and writes the table with the expected columns.
@@ -40,19 +41,24 @@ COLUMNS = [
 SETTINGS = ["none", "agno-compress", "agno-compaction", "extractive", "mask", "pipeline", "llm"]
 
 
-def test_quick_benchmark_writes_results(trajectories_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out" / "RESULTS.md"
+@pytest.fixture
+def quick_out() -> Iterator[Path]:
+    """Where ``--quick`` writes by default (git-ignored bench/out/); left as it was found."""
+    out = ROOT / "bench" / "out" / "RESULTS-quick.md"
+    before = out.read_bytes() if out.exists() else None
+    out.unlink(missing_ok=True)
+    yield out
+    if before is None:
+        out.unlink(missing_ok=True)
+    else:
+        out.write_bytes(before)
+
+
+def test_quick_benchmark_writes_results(trajectories_dir: Path, tmp_path: Path, quick_out: Path) -> None:
+    out = quick_out
     started = time.monotonic()
     done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "run.py"),
-            "--quick",
-            "--trajectories",
-            str(trajectories_dir),
-            "--out",
-            str(out),
-        ],
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--trajectories", str(trajectories_dir)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -60,6 +66,9 @@ def test_quick_benchmark_writes_results(trajectories_dir: Path, tmp_path: Path) 
     )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-3000:]
+    assert out.is_file(), "--quick without --out must write bench/out/RESULTS-quick.md"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(out)], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, "bench/out/ must be git-ignored"
     assert elapsed < 60, f"quick mode took {elapsed:.0f} s"
     text = out.read_text(encoding="utf-8")
     header = "| " + " | ".join(COLUMNS) + " |"

@@ -233,3 +233,109 @@ def test_eval_replays_session_databases(session_db: Path) -> None:
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)["rows"][0]
     assert row["input"].endswith("#s1") and row["model_calls"] >= 10 and row["calls_over_budget"] == 0
+
+
+# --- damaged databases and bad options: one line, exit 2 ------------------------------------------------
+
+import random  # noqa: E402
+import shutil  # noqa: E402
+import sqlite3  # noqa: E402
+
+
+def _copy_checkpointed(session_db: Path, dest: Path) -> tuple[Path, int]:
+    """A copy of the session database with everything in the main file (no WAL); returns it and its page size."""
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(session_db) + suffix)
+        if src.exists():
+            shutil.copy(src, str(dest) + suffix)
+    conn = sqlite3.connect(dest)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode=DELETE")
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    return dest, page
+
+
+def _damage(path: Path, page_size: int, page: int, kind: str) -> None:
+    """Overwrite page ``page`` (1-based; never page 1, which holds the header) with zeros or random bytes."""
+    assert page >= 2
+    data = bytearray(path.read_bytes())
+    start = (page - 1) * page_size
+    noise = random.Random(page).randbytes(page_size)
+    data[start : start + page_size] = bytes(page_size) if kind == "zeros" else noise
+    path.write_bytes(bytes(data))
+
+
+def _commands(db: Path, tmp_path: Path) -> list[list[str]]:
+    return [
+        ["inspect", "--db", str(db)],
+        ["inspect", "--db", str(db), "--session", "s1"],
+        ["export", "--db", str(db)],
+        ["eval", str(db), "--all"],
+        ["report", "--db", str(db), "--session", "s1", "--out", str(tmp_path / "r.png")],
+    ]
+
+
+def _one_line_exit_2(result: object, args: list[str]) -> None:
+    stderr = result.stderr  # type: ignore[attr-defined]
+    assert result.exit_code == 2, (args, result.exit_code, stderr[-600:])  # type: ignore[attr-defined]
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, (args, stderr)
+
+
+@pytest.mark.parametrize("kind", ["zeros", "random"])
+@pytest.mark.parametrize("table", ["agno_sessions", "agno_runs"])
+def test_damaged_page_exits_2_with_one_line_for_every_command(
+    session_db: Path, tmp_path: Path, kind: str, table: str
+) -> None:
+    db, page_size = _copy_checkpointed(session_db, tmp_path / "damaged.db")
+    with sqlite3.connect(db) as conn:
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    _damage(db, page_size, root, kind)
+    assert db.read_bytes()[:16] == b"SQLite format 3\x00", "the header must stay intact"
+    for args in _commands(db, tmp_path):
+        result = runner.invoke(app, args)
+        _one_line_exit_2(result, args)
+        assert str(db) in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["zeros", "random"])
+def test_any_damaged_page_never_gives_a_traceback(session_db: Path, tmp_path: Path, kind: str) -> None:
+    db, page_size = _copy_checkpointed(session_db, tmp_path / "clean.db")
+    pages = db.stat().st_size // page_size
+    failed = 0
+    for page in range(2, pages + 1, 3):
+        damaged = tmp_path / f"p{page}.db"
+        shutil.copy(db, damaged)
+        _damage(damaged, page_size, page, kind)
+        args = ["export", "--db", str(damaged)]
+        result = runner.invoke(app, args)
+        if result.exit_code != 0:
+            _one_line_exit_2(result, args)
+            failed += 1
+    assert failed >= 3, "no page damage was ever noticed: the test proves nothing"
+
+
+def test_bad_options_exit_2_with_one_clear_line(session_db: Path, tmp_path: Path) -> None:
+    db = str(session_db)
+    (tmp_path / "dir.png").mkdir()
+    cases = {
+        ("export", "--db", db, "--out", str(tmp_path)): "is a directory",
+        ("export", "--db", db, "--out", str(tmp_path / "no" / "x.jsonl")): "does not exist",
+        ("export", "--db", db, "--session", ""): "--session must not be empty",
+        ("export", "--db", db, "--session", "  "): "--session must not be empty",
+        ("inspect", "--db", db, "--session", ""): "--session must not be empty",
+        ("inspect", "--db", db, "--schema", ""): "--schema must not be empty",
+        ("report", "--db", db, "--session", "s1", "--budget", "-5"): "--budget must be a positive",
+        ("report", "--db", db, "--session", "s1", "--budget", "0"): "--budget must be a positive",
+        ("report", "--db", db, "--session", ""): "--session must not be empty",
+        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "dir.png")): "is a directory",
+        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "no" / "r.png")): "does not exist",
+        ("eval", db, "-b", "-5"): "--budget must be >= 256",
+        ("eval", ""): "PATH must not be empty",
+        ("inspect", "--db", ""): "--db must not be empty",
+    }
+    for args, needle in cases.items():
+        result = runner.invoke(app, list(args))
+        _one_line_exit_2(result, list(args))
+        assert needle in result.stderr, (args, result.stderr)
+    assert not (tmp_path / "no").exists() and not list(tmp_path.glob("*.jsonl"))

@@ -253,3 +253,108 @@ def test_directory_skips_other_files(tmp_path: Path) -> None:
     assert [t.name for t in load_trajectories(tmp_path)] == ["a#0"]
     with pytest.raises(FileNotFoundError):
         load_trajectories(tmp_path / "missing")
+
+
+# --- mini-swe-agent (``*.traj.json``) and unknown roles -------------------------------------------------
+
+
+def mini_swe_agent_traj(steps: int = 10) -> dict[str, Any]:
+    """A mini-swe-agent run as its ``save_traj`` writes it: bash actions in assistant text, outputs as user turns."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer shell."},
+        {
+            "role": "user",
+            "content": "<pr_description>\nQuerySet.count() ignores the filter when a union is involved.\n"
+            "</pr_description>\n\n<instructions>Solve the issue by editing source files.</instructions>",
+        },
+    ]
+    for step in range(steps):
+        command = f"grep -rn 'def count' django/db/models/query_{step}.py | head -100"
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: I need to look at file {step} to find where count() drops the filter.\n\n"
+                f"```bash\n{command}\n```",
+                "extra": {"response": {"usage": {"prompt_tokens": 1000 + step, "completion_tokens": 40}}},
+            }
+        )
+        body = "\n".join(f"django/db/models/query_{step}.py:{n}:    def count_{n}(self): return 0" for n in range(80))
+        messages.append({"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{body}\n</output>"})
+    diff = "diff --git a/django/db/models/query.py b/django/db/models/query.py\n-        return 0\n+        return n\n"
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "THOUGHT: Fixed.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && "
+            "git diff --cached\n```",
+        }
+    )
+    messages.append({"role": "user", "content": diff})
+    messages.append({"role": "exit", "content": diff, "extra": {"exit_status": "Submitted", "submission": diff}})
+    return {
+        "info": {
+            "exit_status": "Submitted",
+            "submission": diff,
+            "model_stats": {"instance_cost": 0.42, "api_calls": steps + 1},
+            "mini_version": "1.14.0",
+            "config": {"agent": {"step_limit": 250}, "model": {"model_name": "gemini/gemini-2.5-pro"}},
+        },
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+    }
+
+
+def test_mini_swe_agent_trajectory_is_a_recording(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = mini_swe_agent_traj()
+    path = tmp_path / "django__django-11999.traj.json"
+    path.write_text(json.dumps(data))
+    (run,) = load_trajectories(path)
+    assert run.source == "mini-swe-agent" and run.name == "django__django-11999.traj#0"
+    assert_valid(run)
+    expected = [m for m in data["messages"] if m["role"] != "exit"]
+    assert [(m.role, m.content) for m in run.messages] == [(m["role"], m["content"]) for m in expected]
+    assert "```bash" in str(run.messages[2].content) and "<returncode>0" in str(run.messages[3].content)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], "exit is the format's own record"
+    # detected by its last ``exit`` message even without ``trajectory_format``
+    del data["trajectory_format"]
+    path.write_text(json.dumps(data))
+    assert load_trajectories(path)[0].source == "mini-swe-agent"
+
+
+def test_unknown_roles_in_a_chat_file_are_skipped_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "task"},
+        {"role": "observer", "content": "note 1"},
+        {"role": "assistant", "content": "a"},
+        {"role": "observer", "content": "note 2"},
+        {"role": "function_log", "content": "x"},
+        {"role": "user", "content": "more"},
+    ]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": messages}))
+    with caplog.at_level("WARNING", logger="agno_compression"):
+        (run,) = load_trajectories(path)
+    assert [m.content for m in run.messages] == ["s", "task", "a", "more"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and str(path) in warned[0], warned
+    assert "'observer' (2)" in warned[0] and "'function_log' (1)" in warned[0]
+    # a message that is not a chat message at all still fails the file
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "t"}, {"role": 5}]}))
+    with pytest.raises(TrajectoryFormatError, match=r"chat\.json"):
+        load_trajectories(path)
+
+
+def test_cli_eval_reads_a_mini_swe_agent_run(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agno_compression._cli import app
+
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(mini_swe_agent_traj(steps=14)))
+    result = CliRunner().invoke(app, ["eval", str(path), "-b", "2000", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["rows"]
+    assert row["model_calls"] >= 15 and row["peak_prompt_uncompressed"] > 2000 >= row["peak_prompt"]
+    assert row["folds"] >= 1 and row["pair_violations"] == 0

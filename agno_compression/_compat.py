@@ -1,0 +1,121 @@
+"""Living beside agno's own features: what ``attach`` checks, warns about or defers to.
+
+Attaching must never make an agno feature work worse than without it:
+
+- offloading (``offload_tool_results``) cannot run with any compression in agno: ``attach`` refuses
+  it for the target and every member it would attach, before changing anything;
+- another compression manager (agno's own, or a second one of ours) is replaced with a warning
+  that names it;
+- agno's ``Compaction(on_context_overflow=True)`` (or ``compaction=True``) handles the provider's
+  "prompt too long" itself: on such an agent the manager's fold-and-retry is not installed, and where its
+  model is shared with an agent that has it, the wrapper lets that agent's overflow errors through to agno;
+- the ``search_folded_history`` tool is handed to each run by a pre-hook instead of living in
+  ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
+  (AgentOS and saved configs) never meet a tool no registry knows.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from ._exceptions import ConfigError
+
+log = logging.getLogger("agno_compression")
+
+
+def label(target: Any) -> str:
+    """``Agent 'name'`` / ``Team 'name'`` for messages."""
+    return f"{type(target).__name__} {getattr(target, 'name', None) or getattr(target, 'id', None) or '(unnamed)'!r}"
+
+
+def walk(target: Any, include_members: bool) -> Iterator[tuple[Any, str]]:
+    """``target`` and (when asked) its members, depth first, each with its path (``Team 'a' > Agent 'b'``)."""
+    from agno.agent import Agent
+    from agno.team import Team
+
+    def visit(node: Any, path: str, seen: set[int]) -> Iterator[tuple[Any, str]]:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        yield node, path
+        if isinstance(node, Team) and include_members and isinstance(node.members, list):
+            for member in node.members:
+                if isinstance(member, (Agent, Team)):
+                    yield from visit(member, f"{path} > {label(member)}", seen)
+
+    yield from visit(target, label(target), set())
+
+
+def _offloads(node: Any) -> bool:
+    # the setting (True or a ResultStore) or a store already built or handed down by a parent team
+    return bool(getattr(node, "offload_tool_results", None)) or getattr(node, "_result_store", None) is not None
+
+
+def check_attachable(manager: Any, target: Any, include_members: bool) -> None:
+    """Raise ``ConfigError`` before anything is changed when agno could not run the result; warn on replacements."""
+    nodes = list(walk(target, include_members))
+    for node, path in nodes:
+        if _offloads(node):
+            where = path if node is target else f"{path} (in {label(target)})"
+            raise ConfigError(
+                f"{where} has offload_tool_results={getattr(node, 'offload_tool_results', None)!r}; agno cannot "
+                "combine offloading with compression. Turn offloading off (offload_tool_results=False) on it to "
+                "attach agno-compression; nothing was changed."
+            )
+    for node, path in nodes:
+        current = getattr(node, "compression_manager", None)
+        if current is not None and current is not manager:
+            kind = f"{type(current).__module__}.{type(current).__qualname__}"
+            warnings.warn(
+                f"agno-compression: attach() replaces the compression manager of {path} ({kind}); "
+                "only agno-compression's manager acts on it now.",
+                UserWarning,
+                stacklevel=3,
+            )
+            log.warning("agno-compression: attach() replaces %s's compression manager (%s)", path, kind)
+
+
+def compaction_handles_overflow(agent: Any) -> bool:
+    """True when agno's own Compaction answers the provider's "prompt too long" for this agent."""
+    from agno.compaction import Compaction
+
+    compaction = getattr(agent, "compaction", None)
+    if compaction is not True and not (isinstance(compaction, Compaction) and compaction.on_context_overflow):
+        return False
+    db = getattr(agent, "db", None)
+    if db is not None:
+        from agno.compaction.archive import stores_compaction_records
+
+        if not stores_compaction_records(db):
+            return False  # agno turns compaction off on such a db: the manager's recovery stays the only one
+    return True
+
+
+def note_overflow_owner(manager: Any, agent: Any) -> None:
+    """Remember (at run start, when agno has set the id) an agent whose own Compaction answers overflow."""
+    agent_id = getattr(agent, "id", None)
+    if agent_id and compaction_handles_overflow(agent):
+        manager._compaction_agents.add(agent_id)
+
+
+def defers_overflow(manager: Any, run_response: Any) -> bool:
+    """True when the run belongs to an agent whose agno Compaction answers overflow (its model may be shared)."""
+    agent_id = getattr(run_response, "agent_id", None)
+    return bool(agent_id) and agent_id in getattr(manager, "_compaction_agents", ())
+
+
+def add_client_tool(run_context: Any, tool: Any, name: str) -> None:
+    """Offer ``tool`` to this run only (``run_context.client_tools``), once, unless a tool of that name is there."""
+    if run_context is None:
+        return
+    tools = list(getattr(run_context, "client_tools", None) or [])
+    if any(_tool_name(t) == name for t in tools):
+        return
+    run_context.client_tools = [*tools, tool]
+
+
+def _tool_name(tool: Any) -> str | None:
+    return getattr(tool, "name", None) or getattr(tool, "__name__", None)
