@@ -16,6 +16,7 @@ import copy
 import logging
 import threading
 import time
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -121,6 +122,56 @@ def _table(metadata: MetaData, name: str) -> Table:
         Column("schema_version", Integer, nullable=False),
         Index(f"ix_{name}_session_id", "session_id"),
     )
+
+
+def merge_rows(
+    rows: Iterable[tuple[int | None, Iterable[Any] | None, str | None, int | None, int | None]],
+    stored_ids: Collection[str] | None = None,
+) -> SessionCompression:
+    """Merge ``(id, folded_ids, summary, tokens_before, tokens_after)`` rows, oldest first, into a session's state.
+
+    With ``stored_ids``, a row whose folded messages are not all stored is left out.
+    """
+    folded: set[str] = set()
+    summary: str | None = None
+    saved = folds = 0
+    newest: int | None = None
+    for row_id, ids, text, before, after in rows:
+        row_ids = [str(i) for i in ids or []]
+        if stored_ids is not None and not all(i in stored_ids for i in row_ids):
+            continue
+        folded.update(row_ids)
+        saved += max(0, int(before or 0) - int(after or 0))
+        folds += 1
+        newest = row_id
+        if text:
+            summary = text
+    return SessionCompression(frozenset(folded), summary, folds, newest, saved)
+
+
+def stored_message_ids(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
+    """Ids of the messages agno stored for ``session`` (already loaded with it), plus history in ``live``.
+
+    ``None`` when the session has no loaded runs (a member's or a fresh session): nothing to check against.
+    """
+    runs = getattr(session, "runs", None) if session is not None else None
+    if not runs:
+        return None
+    ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
+    ids.update(m.id for m in live if getattr(m, "from_history", False) and m.id)
+    return frozenset(ids)
+
+
+def load_counted(store: CompressionStore, session_id: str, stored_ids: Collection[str] | None) -> SessionCompression:
+    """``store.load``, counting only rows whose folded messages are stored (any ``CompressionStore``)."""
+    if stored_ids is None:
+        return store.load(session_id)
+    from ._session_store import SessionDataStore
+
+    if isinstance(store, (SQLAlchemyStore, SessionDataStore)):
+        return store.load(session_id, stored_ids=stored_ids)
+    rows = ((r.id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id))
+    return merge_rows(rows, stored_ids)
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -241,8 +292,12 @@ class SQLAlchemyStore:
             record.folded_ids = [str(i) for i in record.folded_ids or []]
         return records
 
-    def load(self, session_id: str) -> SessionCompression:
-        """Folded set = union of the session's rows; summary = the newest row's."""
+    def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
+        """Folded set = union of the session's rows; summary = the newest row's.
+
+        With ``stored_ids`` (the ids of the session's stored messages) a row counts only when every
+        message it folded is stored: a run that died before agno saved it leaves no summary behind.
+        """
         t = self.table
         try:
             if not self._table_exists():
@@ -256,16 +311,7 @@ class SQLAlchemyStore:
                 rows = conn.execute(query).all()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        folded: set[str] = set()
-        summary: str | None = None
-        saved = 0
-        for _id, ids, text, before, after in rows:
-            folded.update(str(i) for i in ids or [])
-            saved += max(0, int(before or 0) - int(after or 0))
-            if text:
-                summary = text
-        newest = rows[-1][0] if rows else None
-        return SessionCompression(frozenset(folded), summary, len(rows), newest, saved)
+        return merge_rows(((r[0], r[1], r[2], r[3], r[4]) for r in rows), stored_ids)
 
     def _table_exists(self) -> bool:
         if self._ready:
@@ -283,18 +329,24 @@ _SYNC_DRIVERS = {
 }
 
 
-def store_for(db: Any) -> SQLAlchemyStore | None:
-    """The store for an agno db, or ``None`` when it has no SQL engine (in-memory, JSON, ...).
+def store_for(db: Any) -> CompressionStore | None:
+    """The store for an agno db, or ``None`` when there is no way to keep records in it.
 
-    ``SqliteDb`` and ``PostgresDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
-    get a synchronous engine on the same database (same file or server, same schema).
+    ``SqliteDb``, ``PostgresDb`` and ``MySQLDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
+    get a synchronous engine on the same database (same file or server, same schema). Any other
+    synchronous agno db (``JsonDb``, ``InMemoryDb``, ``RedisDb``, ``MongoDb``, ...) keeps the records in
+    the session's own ``session_data`` (``SessionDataStore``).
     """
     engine = getattr(db, "db_engine", None) if db is not None else None
     if isinstance(engine, Engine):
         return SQLAlchemyStore.for_agno_db(db)
     url = getattr(engine, "url", None)
     if url is None or url.drivername not in _SYNC_DRIVERS:
-        return None
+        from agno.db.base import BaseDb
+
+        from ._session_store import SessionDataStore
+
+        return SessionDataStore(db) if isinstance(db, BaseDb) and engine is None else None
     sync_url = url.set(drivername=_SYNC_DRIVERS[url.drivername]).render_as_string(hide_password=False)
     return SQLAlchemyStore.from_url(sync_url, schema=getattr(db, "db_schema", None))
 
@@ -360,7 +412,8 @@ def compressed_view(db: Any, session_id: str) -> list[Any]:
         if not m.from_history
     ]
     store = store_for(db)
-    loaded = store.load(session_id) if store is not None else SessionCompression(frozenset(), None, 0)
+    stored = stored_message_ids(session)
+    loaded = load_counted(store, session_id, stored) if store is not None else SessionCompression(frozenset(), None, 0)
     system = [m for m in messages if m.role in SYSTEM_ROLES][-1:]
     rest = [m.model_copy(update={"from_history": True}) for m in messages if m.role not in SYSTEM_ROLES]
     return filter_folded([*system, *rest], loaded.folded_ids, loaded.summary)
@@ -374,7 +427,7 @@ def _as_store(db_or_store: Any) -> CompressionStore:
         return db_or_store
     store = store_for(db_or_store)
     if store is None:
-        raise ConfigError(f"{type(db_or_store).__name__} has no SQL engine: compression records need a SQL database")
+        raise ConfigError(f"{type(db_or_store).__name__} cannot keep compression records (not a synchronous agno db)")
     return store
 
 
