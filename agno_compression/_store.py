@@ -35,6 +35,7 @@ from sqlalchemy import (
     inspect,
     select,
 )
+from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
@@ -111,9 +112,10 @@ def _table(metadata: MetaData, name: str) -> Table:
         Column("owner_type", String(16), nullable=False),
         Column("owner_id", String(255), nullable=True),
         Column("run_id", String(255), nullable=True),
-        Column("created_at", Float, nullable=False),
+        # MySQL's FLOAT is single precision (a unix time would lose minutes): DOUBLE there.
+        Column("created_at", Float().with_variant(mysql.DOUBLE(), "mysql", "mariadb"), nullable=False),
         Column("strategy", String(128), nullable=False),
-        Column("summary", Text, nullable=True),
+        Column("summary", Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb"), nullable=True),  # TEXT: 64 KB
         Column("folded_ids", JSON, nullable=False),
         Column("tokens_before", Integer, nullable=False),
         Column("tokens_after", Integer, nullable=False),
@@ -166,9 +168,10 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
     """``store.load``, counting only rows whose folded messages are stored (any ``CompressionStore``)."""
     if stored_ids is None:
         return store.load(session_id)
+    from ._redis_store import RedisStore
     from ._session_store import SessionDataStore
 
-    if isinstance(store, (SQLAlchemyStore, SessionDataStore)):
+    if isinstance(store, (SQLAlchemyStore, SessionDataStore, RedisStore)):
         return store.load(session_id, stored_ids=stored_ids)
     rows = ((r.id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id))
     return merge_rows(rows, stored_ids)
@@ -180,7 +183,7 @@ def _is_lock_error(exc: BaseException) -> bool:
 
 
 class SQLAlchemyStore:
-    """``CompressionStore`` on any SQLAlchemy engine (SQLite and PostgreSQL are tested)."""
+    """``CompressionStore`` on any SQLAlchemy engine (SQLite, PostgreSQL and MySQL/MariaDB are tested)."""
 
     def __init__(self, engine: Engine, *, table_name: str = TABLE_NAME, schema: str | None = None) -> None:
         if not table_name or not table_name.replace("_", "").isalnum():
@@ -210,7 +213,7 @@ class SQLAlchemyStore:
         if not isinstance(engine, Engine):
             raise StoreError(
                 f"{type(db).__name__} has no synchronous SQLAlchemy engine (db_engine); "
-                "compression records need SqliteDb or PostgresDb"
+                "compression records need SqliteDb, PostgresDb or MySQLDb"
             )
         return cls(engine, table_name=table_name, schema=getattr(db, "db_schema", None))
 
@@ -244,7 +247,7 @@ class SQLAlchemyStore:
 
     def _create(self) -> None:
         with self.engine.begin() as conn:
-            if self.schema is not None and conn.dialect.name == "postgresql":
+            if self.schema is not None and conn.dialect.name in ("postgresql", "mysql", "mariadb"):
                 from sqlalchemy.schema import CreateSchema
 
                 conn.execute(CreateSchema(self.schema, if_not_exists=True))
@@ -324,6 +327,8 @@ class SQLAlchemyStore:
 # Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
 _SYNC_DRIVERS = {
     "sqlite+aiosqlite": "sqlite",
+    "mysql+asyncmy": "mysql+pymysql",
+    "mysql+aiomysql": "mysql+pymysql",
     "postgresql+asyncpg": "postgresql+psycopg",
     "postgresql+psycopg_async": "postgresql+psycopg",
 }
@@ -342,11 +347,17 @@ def store_for(db: Any) -> CompressionStore | None:
         return SQLAlchemyStore.for_agno_db(db)
     url = getattr(engine, "url", None)
     if url is None or url.drivername not in _SYNC_DRIVERS:
+        if engine is not None or db is None:
+            return None
+        if getattr(db, "redis_client", None) is not None:  # RedisDb: an append-only list, safe for many writers
+            from ._redis_store import RedisStore
+
+            return RedisStore(db)
         from agno.db.base import BaseDb
 
         from ._session_store import SessionDataStore
 
-        return SessionDataStore(db) if isinstance(db, BaseDb) and engine is None else None
+        return SessionDataStore(db) if isinstance(db, BaseDb) else None
     sync_url = url.set(drivername=_SYNC_DRIVERS[url.drivername]).render_as_string(hide_password=False)
     return SQLAlchemyStore.from_url(sync_url, schema=getattr(db, "db_schema", None))
 
