@@ -156,7 +156,7 @@ def stored_message_ids(session: Any, live: Iterable[Any] = ()) -> frozenset[str]
 
     ``None`` when the session has no loaded runs (a member's or a fresh session): nothing to check against.
     """
-    runs = getattr(session, "runs", None) if session is not None else None
+    runs = session_runs(session) if session is not None else []
     if not runs:
         return None
     ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
@@ -381,27 +381,82 @@ def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
         raise ConfigError(
             f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
         )
+    from agno.session import TeamSession, WorkflowSession
+
     try:
-        for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
-            session = db.get_session(session_id=session_id, session_type=kind)
-            if session is not None:
-                return session, kind
+        # No type given: agno reads the row's stored session_type. Asking for a type does not filter;
+        # agno would deserialize a workflow or team row as whatever class was asked for.
+        session = db.get_session(session_id=session_id, session_type=None)
     except Exception as exc:
         raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
-    return None, None
+    if session is None:
+        return None, None
+    if isinstance(session, WorkflowSession):
+        return session, SessionType.WORKFLOW
+    return session, SessionType.TEAM if isinstance(session, TeamSession) else SessionType.AGENT
+
+
+def session_runs(session: Any, *, top_level: bool = False) -> list[Any]:
+    """The runs holding a session's messages, in order.
+
+    Agent and team sessions hold them in ``session.runs`` (a team's member runs included, with a
+    ``parent_run_id``). A workflow session keeps the runs of the agents and teams of its steps in
+    each workflow run's ``step_executor_runs`` (nested workflows inside those), so those are returned.
+    ``top_level`` keeps the runs agno loads as history: no member runs.
+    """
+    out: list[Any] = []
+    seen: set[str] = set()
+
+    def add(run: Any) -> None:
+        key = getattr(run, "run_id", None) or str(id(run))
+        if key not in seen:
+            seen.add(key)
+            out.append(run)
+
+    def walk_workflow(run: Any) -> None:
+        for executor in getattr(run, "step_executor_runs", None) or []:
+            if hasattr(executor, "step_executor_runs"):  # a nested workflow's run
+                walk_workflow(executor)
+                continue
+            if top_level and getattr(executor, "parent_run_id", None) not in (None, run.run_id):
+                continue  # a team member's run, stored beside its team's run
+            add(executor)
+            if not top_level:
+                for member in getattr(executor, "member_responses", None) or []:
+                    add(member)
+
+    for run in getattr(session, "runs", None) or []:
+        if hasattr(run, "step_executor_runs"):
+            walk_workflow(run)
+        elif not top_level or getattr(run, "parent_run_id", None) is None:
+            add(run)
+    return out
+
+
+def records_of_run(records: Iterable[CompressionRecord], run: Any) -> list[CompressionRecord]:
+    """The folds done in ``run``. An agent or team in a workflow step runs under the workflow run's id
+    (its fold records carry that id), so those are matched by the workflow run and the owner's id."""
+    owners = {getattr(run, "agent_id", None), getattr(run, "team_id", None)} - {None}
+    parent = getattr(run, "parent_run_id", None)
+    return [
+        r
+        for r in records
+        if r.run_id == run.run_id or (parent is not None and r.run_id == parent and r.owner_id in owners)
+    ]
 
 
 def full_messages(db: Any, session_id: str) -> list[Any]:
     """Every original message of a session, in order, as agno stored it (for training-data export).
 
     Reads agno's own stored runs (agent, team or workflow session; a team session includes its
-    members' runs): history copies (``from_history=True``) are skipped, everything else is kept
-    with its full original content, whatever was folded, summarized, masked or shortened in context.
+    members' runs, a workflow session the runs of its steps' agents and teams): history copies
+    (``from_history=True``) are skipped, everything else is kept with its full original content,
+    whatever was folded, summarized, masked or shortened in context.
     """
     session, _ = _agno_session(db, session_id)
     if session is None:
         return []
-    return [m for run in session.runs or [] for m in run.messages or [] if not m.from_history]
+    return [m for run in session_runs(session) for m in run.messages or [] if not m.from_history]
 
 
 def compressed_view(db: Any, session_id: str) -> list[Any]:
@@ -415,13 +470,7 @@ def compressed_view(db: Any, session_id: str) -> list[Any]:
     session, _ = _agno_session(db, session_id)
     if session is None:
         return []
-    messages = [
-        m
-        for run in session.runs or []
-        if getattr(run, "parent_run_id", None) is None
-        for m in run.messages or []
-        if not m.from_history
-    ]
+    messages = [m for run in session_runs(session, top_level=True) for m in run.messages or [] if not m.from_history]
     store = store_for(db)
     stored = stored_message_ids(session)
     loaded = load_counted(store, session_id, stored) if store is not None else SessionCompression(frozenset(), None, 0)
@@ -511,13 +560,13 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
 
     Returns the number of records added; loading the same snapshot twice adds nothing the second time.
     """
-    from agno.session import AgentSession, TeamSession
+    from agno.session import AgentSession, TeamSession, WorkflowSession
 
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
         raise ConfigError("not an agno-compression snapshot (missing format marker)")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ConfigError(f"snapshot schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    session_cls = TeamSession if data.get("session_type") == "team" else AgentSession
+    session_cls = {"team": TeamSession, "workflow": WorkflowSession}.get(str(data.get("session_type")), AgentSession)
     session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
     if session is None:
         raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
