@@ -566,7 +566,8 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
         raise ConfigError("not an agno-compression snapshot (missing format marker)")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ConfigError(f"snapshot schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    session_cls = {"team": TeamSession, "workflow": WorkflowSession}.get(str(data.get("session_type")), AgentSession)
+    classes: dict[str, Any] = {"team": TeamSession, "workflow": WorkflowSession}
+    session_cls = classes.get(str(data.get("session_type")), AgentSession)
     session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
     if session is None:
         raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
