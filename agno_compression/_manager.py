@@ -309,8 +309,11 @@ class CompressionManager(AgnoCompressionManager):
         from agno.team import Team
 
         store = self._store_for(owner)
-        if isinstance(store, SessionDataStore) and getattr(session, "session_id", None) == session_id:
-            store.bind(session)  # folds go into the session agno saves with this run's messages
+        saves_own_session = getattr(owner, "team_id", None) is None and getattr(owner, "workflow_id", None) is None
+        if isinstance(store, SessionDataStore) and saves_own_session and getattr(session, "session_id", None):
+            # Folds go into the session object agno saves with this run's messages (a team member's folds
+            # join its team's, which is bound under the same session id).
+            store.bind(session)
         return _RunContext(
             session_id=str(session_id),
             run_id=getattr(ctx, "run_id", None),

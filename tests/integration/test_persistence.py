@@ -240,7 +240,7 @@ def test_eight_processes_record_at_once_and_lose_nothing(
     assert state.summary is not None and state.summary.startswith("summary of worker")
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "mysql", "redis", "json"])
 def test_team_session_records_filters_and_loses_nothing(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -282,7 +282,7 @@ def test_team_session_records_filters_and_loses_nothing(
     for k in range(2):
         out = team.run(f"Run suites {k}.")
         assert out.content.endswith(f"Everything delegated for Run suites {k}..")
-    events = SQLAlchemyStore.for_agno_db(db).events("team-s")
+    events = store_for(db).events("team-s")  # type: ignore[union-attr]
     leader_folds = [(at, e) for at, e in log.folds if e.summary and e.folded_ids]
     assert events and all(e.owner_type == "team" and e.owner_id == team.id for e in events)
     assert len(events) == len(leader_folds)
