@@ -462,9 +462,11 @@ class CompressionManager(AgnoCompressionManager):
         try:
             with self._lock:
                 state = self._runs.get(id(live))
-            if state is not None and state.live is live and state.events:
-                folded_view = live[:]
-                live[:] = self._full_run(state, folded_view)
+            if state is not None and state.live is live:
+                full = self._full_run(state, live[:])
+                if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
+                    folded_view = live[:]
+                    live[:] = full
         except Exception as exc:  # never break a run: the checkpoint then stores the folded view
             log.warning("agno-compression: could not restore folded messages for a checkpoint: %s", exc)
         try:

@@ -34,10 +34,12 @@ def run_until_killed(
     kill_at: int,
     task: str,
     ready: Any,
+    mode: str = "sync",
 ) -> None:
     """Run an Agent that reads chunk after chunk; at chunk ``kill_at`` signal ``ready`` and wait to be killed.
 
-    ``kill_at=-1`` never blocks: the run ends normally after 12 chunks.
+    ``kill_at=-1`` never blocks: the run ends normally after 12 chunks. ``mode``: ``sync``, ``stream``, ``async``
+    or ``async-stream`` (agno's four model paths).
     """
     from agno.agent import Agent
 
@@ -73,4 +75,19 @@ def run_until_killed(
     )
     if compress:
         CompressionManager(compress_at_tokens=1_500).attach(agent)
-    agent.run(task)
+    if mode == "sync":
+        agent.run(task)
+    elif mode == "stream":
+        for _ in agent.run(task, stream=True):
+            pass
+    else:
+        import asyncio
+
+        async def run_async() -> None:
+            if mode == "async-stream":
+                async for _ in agent.arun(task, stream=True):
+                    pass
+            else:
+                await agent.arun(task)
+
+        asyncio.run(run_async())

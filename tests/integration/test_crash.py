@@ -32,10 +32,12 @@ def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[s
     return target.url, target.schema
 
 
-def _kill_mid_run(kind: str, where: str, schema: str | None, session_id: str, checkpoint: str, compress: bool) -> None:
+def _kill_mid_run(
+    kind: str, where: str, schema: str | None, session_id: str, checkpoint: str, compress: bool, mode: str = "sync"
+) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    args = (kind, where, schema, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready)
+    args = (kind, where, schema, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready, mode)
     child = ctx.Process(target=run_until_killed, args=args)
     child.start()
     try:
@@ -124,3 +126,17 @@ def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(
     assert not ({m.id for m in first} & {i for e in counted for i in e.folded_ids})
     for e in crashed:
         assert e.summary not in [m.content for m in first]
+
+
+@pytest.mark.parametrize("mode", ["stream", "async", "async-stream"])
+def test_killed_run_keeps_every_checkpointed_batch_on_every_model_path(mode: str, tmp_path: Path) -> None:
+    where = str(tmp_path / "crash.db")
+    _kill_mid_run("sqlite", where, None, "plain", "tool-batch", compress=False, mode=mode)
+    _kill_mid_run("sqlite", where, None, "folded", "tool-batch", compress=True, mode=mode)
+    db = open_db("sqlite", where, None)
+    plain, folded = _stored(db, "plain"), _stored(db, "folded")
+    assert len(SQLAlchemyStore.for_agno_db(db).events("folded")) >= 3
+    tools = [m.content for m in plain if m.role == "tool"]
+    assert tools == [chunk(i) for i in range(KILL_AT)]
+    assert [m.content for m in folded if m.role == "tool"] == tools
+    assert [m.role for m in folded] == [m.role for m in plain]
