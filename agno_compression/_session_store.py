@@ -79,7 +79,8 @@ class SessionDataStore:
                 raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
         return row.id
 
-    def _rows(self, session_id: str) -> list[dict[str, Any]]:
+    def rows(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's stored rows, as kept in ``session_data`` (oldest first)."""
         with self._lock:
             bound = self._bound.get(session_id)
         session = bound if bound is not None else _agno_session(self.db, session_id)[0]
@@ -89,7 +90,7 @@ class SessionDataStore:
         """Every fold of ``session_id``, oldest first."""
         names = {f.name for f in fields(CompressionRecord)}
         records = []
-        for raw in self._rows(session_id):
+        for raw in self.rows(session_id):
             record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
             record.folded_ids = [str(i) for i in record.folded_ids or []]
             records.append(record)
@@ -99,6 +100,6 @@ class SessionDataStore:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
         rows = (
             (r.get("id"), r.get("folded_ids"), r.get("summary"), r.get("tokens_before"), r.get("tokens_after"))
-            for r in self._rows(session_id)
+            for r in self.rows(session_id)
         )
         return merge_rows(rows, stored_ids)

@@ -571,6 +571,18 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
     session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
     if session is None:
         raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
+    store = _as_store(db)
+    from ._session_store import EVENTS_KEY, SessionDataStore
+
+    if isinstance(store, SessionDataStore):
+        # The records live in the session row being overwritten: keep the destination's own, and let the
+        # loop below add the snapshot's (the snapshot's session may carry rows of its source).
+        kept = store.rows(str(data["session_id"]))
+        session_data = session.session_data if isinstance(session.session_data, dict) else {}
+        session_data.pop(EVENTS_KEY, None)
+        if kept:
+            session_data[EVENTS_KEY] = kept
+        session.session_data = session_data
     try:
         db.upsert_session(session)
         # agno keeps runs in their own table where the adapter has one; elsewhere they live in the session row.
@@ -581,12 +593,16 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
                 break
     except Exception as exc:
         raise StoreError(f"cannot write session {data.get('session_id')!r}: {exc}") from exc
-    store = _as_store(db)
-    have = {(r.created_at, r.strategy, tuple(r.folded_ids)) for r in store.events(data["session_id"])}
+
+    def key(r: CompressionRecord) -> tuple[Any, ...]:
+        # Milliseconds: MariaDB returns a DOUBLE with 15 significant digits, a unix time has 17.
+        return round(float(r.created_at), 3), r.strategy, tuple(r.folded_ids)
+
+    have = {key(r) for r in store.events(data["session_id"])}
     added = 0
     for row in data.get("records", []):
         record = CompressionRecord(**row)
-        if (record.created_at, record.strategy, tuple(record.folded_ids)) in have:
+        if key(record) in have:
             continue
         store.record(record)
         added += 1

@@ -379,7 +379,7 @@ def test_session_data_mirrors_the_records_and_stats_agree(
     assert stats(db, "no-such-session").folds == 0
 
 
-@pytest.mark.parametrize("target", ["sqlite", "postgres"])
+@pytest.mark.parametrize("target", ["sqlite", "postgres", "mysql", "redis", "json"])
 def test_snapshot_moves_a_session_to_another_database(
     target: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
