@@ -35,6 +35,7 @@ def run_until_killed(
     task: str,
     ready: Any,
     mode: str = "sync",
+    owner: str = "agent",
 ) -> None:
     """Run an Agent that reads chunk after chunk; at chunk ``kill_at`` signal ``ready`` and wait to be killed.
 
@@ -62,17 +63,24 @@ def run_until_killed(
             return Reply(text=f"{task}: done.")
         return Reply(text=f"{task}: chunk {n}.", tool_calls=[ToolCall("read_chunk", {"index": n})])
 
-    agent = Agent(
-        model=ScriptedModel(script=script),
-        tools=[read_chunk],
-        db=open_db(kind, where, schema),
-        session_id=session_id,
-        system_message=SYSTEM,
-        checkpoint=checkpoint,  # type: ignore[arg-type]
-        add_history_to_context=True,
-        num_history_runs=100,
-        telemetry=False,
-    )
+    common: dict[str, Any] = {
+        "model": ScriptedModel(script=script),
+        "tools": [read_chunk],
+        "db": open_db(kind, where, schema),
+        "session_id": session_id,
+        "system_message": SYSTEM,
+        "checkpoint": checkpoint,
+        "add_history_to_context": True,
+        "num_history_runs": 100,
+        "telemetry": False,
+    }
+    if owner == "team":  # a team leader reading chunks itself (its tool loop checkpoints like an agent's)
+        from agno.team import Team
+
+        idle = Agent(name="idle", id="idle", model=ScriptedModel(script=lambda m, i: "ok"), telemetry=False)
+        agent: Any = Team(members=[idle], **common)
+    else:
+        agent = Agent(**common)
     if compress:
         CompressionManager(compress_at_tokens=1_500).attach(agent)
     if mode == "sync":

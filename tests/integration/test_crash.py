@@ -33,11 +33,18 @@ def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[s
 
 
 def _kill_mid_run(
-    kind: str, where: str, schema: str | None, session_id: str, checkpoint: str, compress: bool, mode: str = "sync"
+    kind: str,
+    where: str,
+    schema: str | None,
+    session_id: str,
+    checkpoint: str,
+    compress: bool,
+    mode: str = "sync",
+    owner: str = "agent",
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    args = (kind, where, schema, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready, mode)
+    args = (kind, where, schema, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready, mode, owner)
     child = ctx.Process(target=run_until_killed, args=args)
     child.start()
     try:
@@ -50,8 +57,8 @@ def _kill_mid_run(
             child.kill()
 
 
-def _stored(db: Any, session_id: str) -> list[Any]:
-    session = db.get_session(session_id=session_id, session_type=SessionType.AGENT)
+def _stored(db: Any, session_id: str, kind: SessionType = SessionType.AGENT) -> list[Any]:
+    session = db.get_session(session_id=session_id, session_type=kind)
     runs = session.runs or [] if session is not None else []
     return [m for run in runs for m in run.messages or [] if not m.from_history]
 
@@ -135,6 +142,19 @@ def test_killed_run_keeps_every_checkpointed_batch_on_every_model_path(mode: str
     _kill_mid_run("sqlite", where, None, "folded", "tool-batch", compress=True, mode=mode)
     db = open_db("sqlite", where, None)
     plain, folded = _stored(db, "plain"), _stored(db, "folded")
+    assert len(SQLAlchemyStore.for_agno_db(db).events("folded")) >= 3
+    tools = [m.content for m in plain if m.role == "tool"]
+    assert tools == [chunk(i) for i in range(KILL_AT)]
+    assert [m.content for m in folded if m.role == "tool"] == tools
+    assert [m.role for m in folded] == [m.role for m in plain]
+
+
+def test_killed_team_run_keeps_every_checkpointed_batch(tmp_path: Path) -> None:
+    where = str(tmp_path / "crash.db")
+    _kill_mid_run("sqlite", where, None, "plain", "tool-batch", compress=False, owner="team")
+    _kill_mid_run("sqlite", where, None, "folded", "tool-batch", compress=True, owner="team")
+    db = open_db("sqlite", where, None)
+    plain, folded = _stored(db, "plain", SessionType.TEAM), _stored(db, "folded", SessionType.TEAM)
     assert len(SQLAlchemyStore.for_agno_db(db).events("folded")) >= 3
     tools = [m.content for m in plain if m.role == "tool"]
     assert tools == [chunk(i) for i in range(KILL_AT)]
