@@ -50,7 +50,7 @@ from ._store import (
     full_messages,
     load_counted,
     store_for,
-    stored_message_ids,
+    stored_ids_of,
     usage_dict,
 )
 from ._summarizers import (
@@ -369,9 +369,9 @@ class CompressionManager(AgnoCompressionManager):
                 return messages
             assert ctx.store is not None
             try:
-                # A fold counts only if the messages it folded were stored (a run killed before agno saved it
-                # leaves records behind): checked against the ids agno already loaded with the session.
-                loaded = load_counted(ctx.store, ctx.session_id, stored_message_ids(ctx.session, messages))
+                # A fold counts only if its run or the messages it folded were stored (a run killed before agno
+                # saved it leaves records behind): checked against the ids agno already loaded with the session.
+                loaded = load_counted(ctx.store, ctx.session_id, stored_ids_of(ctx.session, messages))
             except Exception:
                 self._store_failed(ctx.store)
                 raise

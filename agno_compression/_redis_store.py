@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from ._exceptions import StoreError
-from ._store import CompressionRecord, SessionCompression, merge_rows
+from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
 
 TABLE_TYPE = "agno_compression_events"
 
@@ -69,8 +69,5 @@ class RedisStore:
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
-        rows = (
-            (r["id"], r.get("folded_ids"), r.get("summary"), r.get("tokens_before"), r.get("tokens_after"))
-            for r in self._rows(session_id)
-        )
+        rows = (tuple(r.get(k) for k in MERGE_FIELDS) for r in self._rows(session_id))
         return merge_rows(rows, stored_ids)

@@ -24,7 +24,7 @@ from dataclasses import fields
 from typing import Any
 
 from ._exceptions import StoreError
-from ._store import CompressionRecord, SessionCompression, _agno_session, merge_rows
+from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, _agno_session, merge_rows
 
 EVENTS_KEY = "agno_compression_events"
 _MAX_BOUND = 256
@@ -98,8 +98,5 @@ class SessionDataStore:
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
-        rows = (
-            (r.get("id"), r.get("folded_ids"), r.get("summary"), r.get("tokens_before"), r.get("tokens_after"))
-            for r in self.rows(session_id)
-        )
+        rows = (tuple(r.get(k) for k in MERGE_FIELDS) for r in self.rows(session_id))
         return merge_rows(rows, stored_ids)

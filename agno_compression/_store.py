@@ -16,7 +16,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -127,20 +127,22 @@ def _table(metadata: MetaData, name: str) -> Table:
 
 
 def merge_rows(
-    rows: Iterable[tuple[int | None, Iterable[Any] | None, str | None, int | None, int | None]],
+    rows: Iterable[Sequence[Any]],
     stored_ids: Collection[str] | None = None,
 ) -> SessionCompression:
-    """Merge ``(id, folded_ids, summary, tokens_before, tokens_after)`` rows, oldest first, into a session's state.
+    """Merge ``(id, run_id, folded_ids, summary, tokens_before, tokens_after)`` rows, oldest first.
 
-    With ``stored_ids``, a row whose folded messages are not all stored is left out.
+    With ``stored_ids`` (``stored_ids_of``), a row counts only when its run is stored or every message it
+    folded is: a run killed before agno stored it leaves no summary behind. (A stored run counts whole, as
+    agno may leave some of its messages out of storage, e.g. ``store_tool_messages=False``.)
     """
     folded: set[str] = set()
     summary: str | None = None
     saved = folds = 0
     newest: int | None = None
-    for row_id, ids, text, before, after in rows:
+    for row_id, run_id, ids, text, before, after in rows:
         row_ids = [str(i) for i in ids or []]
-        if stored_ids is not None and not all(i in stored_ids for i in row_ids):
+        if stored_ids is not None and run_id not in stored_ids and not all(i in stored_ids for i in row_ids):
             continue
         folded.update(row_ids)
         saved += max(0, int(before or 0) - int(after or 0))
@@ -151,15 +153,23 @@ def merge_rows(
     return SessionCompression(frozenset(folded), summary, folds, newest, saved)
 
 
-def stored_message_ids(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
-    """Ids of the messages agno stored for ``session`` (already loaded with it), plus history in ``live``.
+MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
+"""The fields of a stored row ``merge_rows`` reads, in its order."""
 
-    ``None`` when the session has no loaded runs (a member's or a fresh session): nothing to check against.
+
+def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
+    """Ids of the runs agno stored for ``session`` and of their messages (loaded with it), plus history in ``live``.
+
+    Run and message ids are both uuid4s, so one set holds both. ``None`` when the session has no loaded runs
+    (a member's or a fresh session): nothing to check against.
     """
     runs = session_runs(session) if session is not None else []
     if not runs:
         return None
     ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
+    for run in runs:
+        ids.update(i for i in (getattr(run, "run_id", None), getattr(run, "parent_run_id", None)) if i)
+    ids.update(r.run_id for r in getattr(session, "runs", None) or [] if getattr(r, "run_id", None))
     ids.update(m.id for m in live if getattr(m, "from_history", False) and m.id)
     return frozenset(ids)
 
@@ -173,7 +183,9 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
 
     if isinstance(store, (SQLAlchemyStore, SessionDataStore, RedisStore)):
         return store.load(session_id, stored_ids=stored_ids)
-    rows = ((r.id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id))
+    rows = (
+        (r.id, r.run_id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id)
+    )
     return merge_rows(rows, stored_ids)
 
 
@@ -298,15 +310,15 @@ class SQLAlchemyStore:
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's.
 
-        With ``stored_ids`` (the ids of the session's stored messages) a row counts only when every
-        message it folded is stored: a run that died before agno saved it leaves no summary behind.
+        With ``stored_ids`` (``stored_ids_of``) a row counts only when its run or every message it folded
+        is stored: a run that died before agno saved it leaves no summary behind.
         """
         t = self.table
         try:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
             query = (
-                select(t.c.id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
+                select(t.c.id, t.c.run_id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
                 .where(t.c.session_id == session_id)
                 .order_by(t.c.id)
             )
@@ -314,7 +326,7 @@ class SQLAlchemyStore:
                 rows = conn.execute(query).all()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        return merge_rows(((r[0], r[1], r[2], r[3], r[4]) for r in rows), stored_ids)
+        return merge_rows(((r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows), stored_ids)
 
     def _table_exists(self) -> bool:
         if self._ready:
@@ -472,7 +484,7 @@ def compressed_view(db: Any, session_id: str) -> list[Any]:
         return []
     messages = [m for run in session_runs(session, top_level=True) for m in run.messages or [] if not m.from_history]
     store = store_for(db)
-    stored = stored_message_ids(session)
+    stored = stored_ids_of(session)
     loaded = load_counted(store, session_id, stored) if store is not None else SessionCompression(frozenset(), None, 0)
     system = [m for m in messages if m.role in SYSTEM_ROLES][-1:]
     rest = [m.model_copy(update={"from_history": True}) for m in messages if m.role not in SYSTEM_ROLES]

@@ -524,3 +524,22 @@ def test_eight_agent_processes_fold_one_session_at_once(
     assert len(stored_tools) == len(log.produced_tools()) + sum(len(p) for _, _, p in results)
     session = db.get_session(session_id="crowd", session_type=SessionType.AGENT)
     assert session is not None and len(session.runs) == workers + 1
+
+
+def test_folds_count_when_agno_leaves_tool_messages_out_of_storage(tmp_path: Path) -> None:
+    """``store_tool_messages=False``: the run is stored without its tool results; its folds still count."""
+    db = SqliteDb(db_file=str(tmp_path / "a.db"))
+    log, ref = Log(), []  # type: ignore[var-annotated]
+    agent, model = make_agent(db, "no-tools", log, tracked_manager(log, ref))
+    agent.store_tool_messages = False
+    ref.append(model)
+    starts = []
+    for k in range(2):
+        starts.append(len(model.requests))
+        agent.run(f"Read build log {k}.")
+    assert not [m for m in full_messages(db, "no-tools") if m.role == "tool"], "agno stored no tool results"
+    earlier = [e for at, e in log.folds if at <= starts[1] and e.summary]
+    assert earlier
+    first = model.requests[starts[1]].messages
+    assert [m.content for m in first if is_summary(m)] == [earlier[-1].summary]
+    assert not ({m.id for m in first} & {i for e in earlier for i in e.folded_ids})
