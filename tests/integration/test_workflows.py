@@ -81,6 +81,7 @@ def _check_session(db: Any, manager: CompressionManager, produced: list[str], tm
     listing = runner.invoke(app, ["inspect", "--db", where, "--json"])
     assert listing.exit_code == 0, listing.output
     rows = {r["session_id"]: r for r in json.loads(listing.stdout)}
+    assert list(rows) == ["wf"], "the workflow session, listed once"
     assert rows["wf"]["owner"].startswith("workflow") and rows["wf"]["folds"] == st.folds
     assert rows["wf"]["messages"] == len(stored)
     timeline = runner.invoke(app, ["inspect", "--db", where, "--session", "wf", "--json"])
