@@ -321,9 +321,16 @@ def _sessions(db: Any) -> list[Any]:
     from agno.db.base import SessionType
 
     out: list[Any] = []
-    for kind in (SessionType.AGENT, SessionType.TEAM):
+    for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
         out += db.get_sessions(session_type=kind) or []
     return out
+
+
+def _owner(session: Any) -> str:
+    for kind in ("workflow", "team", "agent"):
+        if getattr(session, f"{kind}_id", None):
+            return f"{kind} {getattr(session, f'{kind}_id')}"
+    return "-"
 
 
 def _session(db: Any, session_id: str, spec: str) -> Any:
@@ -356,7 +363,7 @@ def inspect_command(
 
 
 def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, full: bool, as_json: bool) -> None:
-    from ._store import SQLAlchemyStore, stats, store_for
+    from ._store import records_of_run, session_runs, stats, store_for
 
     handle = open_db(db, schema=schema)
     store = store_for(handle)
@@ -368,9 +375,9 @@ def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, ful
             rows.append(
                 {
                     "session_id": s.session_id,
-                    "owner": f"team {s.team_id}" if getattr(s, "team_id", None) else f"agent {s.agent_id}",
+                    "owner": _owner(s),
                     "runs": len(s.runs or []),
-                    "messages": sum(len([m for m in r.messages or [] if not m.from_history]) for r in s.runs or []),
+                    "messages": sum(len([m for m in r.messages or [] if not m.from_history]) for r in session_runs(s)),
                     "folds": st.folds if st else 0,
                     "tokens_saved": st.tokens_saved if st else 0,
                 }
@@ -386,11 +393,11 @@ def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, ful
         console.print(table)
         return
     found = _session(handle, session, db)
-    records = store.events(session) if isinstance(store, SQLAlchemyStore) else []
+    records = store.events(session) if store is not None else []
     timeline = []
-    for run in found.runs or []:
+    for run in session_runs(found):
         calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
-        folds = [r for r in records if r.run_id == run.run_id]
+        folds = records_of_run(records, run)
         timeline.append(
             {
                 "run_id": run.run_id,
@@ -486,7 +493,7 @@ def report_command(
 ) -> None:
     """Draw prompt tokens per model call, with and without compression, folds marked."""
     from ._report import draw, session_series
-    from ._store import store_for
+    from ._store import session_runs, store_for
 
     if out.suffix not in (".png", ".svg"):
         raise fail(f"--out must end in .png or .svg, got {out.name!r}")
@@ -500,7 +507,7 @@ def report_command(
         found = _session(handle, session, db)
         store = store_for(handle)
         records = store.events(session) if store is not None else []
-        runs = [r for r in found.runs or [] if getattr(r, "parent_run_id", None) is None]
+        runs = session_runs(found, top_level=True)
     series = session_series(runs, records, f"session {session}")
     series.budget = budget
     if not series.with_compression:

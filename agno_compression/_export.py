@@ -20,7 +20,7 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._store import _agno_session, compressed_view
+from ._store import _agno_session, compressed_view, session_runs
 
 EXPORT_FORMAT = "agno-compression-export/1"
 
@@ -47,7 +47,7 @@ def export_examples(db: Any, session_id: str, *, per: str = "session", with_view
     session, _ = _agno_session(db, session_id)
     if session is None:
         return
-    runs = [r for r in session.runs or [] if getattr(r, "parent_run_id", None) is None]
+    runs = session_runs(session, top_level=True)
     view = [to_chat(m, in_context=True) for m in compressed_view(db, session_id)] if with_view else None
     groups = (
         [(r.run_id, [m for m in r.messages or [] if not m.from_history]) for r in runs]

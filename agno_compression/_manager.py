@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from agno.models.message import Message
 from agno.run.base import RunContext
 
 from ._archive import SEARCH_HINT, SEARCH_TOOL_NAME, render_hits, search_messages
+from ._checkpoints import guard_checkpoints
 from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, note_overflow_owner, walk
 from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
@@ -47,7 +48,16 @@ from ._plan import (
     retain_turns,
 )
 from ._recovery import guard_overflow
-from ._store import CompressionRecord, CompressionStore, full_messages, store_for, usage_dict
+from ._session_store import SessionDataStore
+from ._store import (
+    CompressionRecord,
+    CompressionStore,
+    full_messages,
+    load_counted,
+    store_for,
+    stored_ids_of,
+    usage_dict,
+)
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,
@@ -128,6 +138,8 @@ class _RunContext:
     store: CompressionStore | None
     history: bool
     db: Any = None
+    session: Any = None
+    """agno's session object for the run, with the runs it loaded (``None`` when unknown)."""
 
 
 @dataclass
@@ -224,7 +236,7 @@ class CompressionManager(AgnoCompressionManager):
         self._counters: dict[str, TokenCounter] = {}
         self._lock = threading.Lock()
         self.events: list[FoldEvent] = []
-        self._contexts: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+        self._contexts: OrderedDict[int, tuple[Any, Any, Any]] = OrderedDict()
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._store_down_until: dict[int, float] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
@@ -256,6 +268,7 @@ class CompressionManager(AgnoCompressionManager):
                 )
             else:
                 guard_overflow(target.model, self, self.overflow_retries)
+            guard_checkpoints(target.model, self)
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
@@ -295,12 +308,12 @@ class CompressionManager(AgnoCompressionManager):
         elif isinstance(instructions, list) and OUTPUT_GUIDANCE not in instructions:
             target.instructions = [*instructions, OUTPUT_GUIDANCE]
 
-    def register_run(self, run_context: Any = None, agent: Any = None, team: Any = None) -> None:
-        """Pre-hook: remember the run's context and owner; ``run_context.messages`` later is the live list."""
+    def register_run(self, run_context: Any = None, agent: Any = None, team: Any = None, session: Any = None) -> None:
+        """Pre-hook: remember the run's context, owner and session; ``run_context.messages`` later is the live list."""
         if run_context is None or not self.persist:
             return
         with self._lock:
-            self._contexts[id(run_context)] = (run_context, team if team is not None else agent)
+            self._contexts[id(run_context)] = (run_context, team if team is not None else agent, session)
             while len(self._contexts) > _MAX_TRACKED_RUNS:
                 self._contexts.popitem(last=False)
 
@@ -308,27 +321,34 @@ class CompressionManager(AgnoCompressionManager):
         """The registered run whose live list is ``messages`` (and forget it), as a ``_RunContext``."""
         with self._lock:
             found = None
-            for key, (ctx, owner) in list(self._contexts.items()):
+            for key, (ctx, owner, session) in list(self._contexts.items()):
                 if getattr(ctx, "messages", None) is messages:
-                    found = (ctx, owner)
+                    found = (ctx, owner, session)
                     del self._contexts[key]
                     break
         if found is None:
             return None
-        ctx, owner = found
+        ctx, owner, session = found
         session_id = getattr(ctx, "session_id", None)
         if not session_id:
             return None
         from agno.team import Team
 
+        store = self._store_for(owner)
+        saves_own_session = getattr(owner, "team_id", None) is None and getattr(owner, "workflow_id", None) is None
+        if isinstance(store, SessionDataStore) and saves_own_session and getattr(session, "session_id", None):
+            # Folds go into the session object agno saves with this run's messages (a team member's folds
+            # join its team's, which is bound under the same session id).
+            store.bind(session)
         return _RunContext(
             session_id=str(session_id),
             run_id=getattr(ctx, "run_id", None),
             owner_type="team" if isinstance(owner, Team) else "agent",
             owner_id=getattr(owner, "id", None),
-            store=self._store_for(owner),
+            store=store,
             history=bool(getattr(owner, "add_history_to_context", False)),
             db=getattr(owner, "db", None),
+            session=session,
         )
 
     def _store_for(self, owner: Any) -> CompressionStore | None:
@@ -377,7 +397,9 @@ class CompressionManager(AgnoCompressionManager):
                 return messages
             assert ctx.store is not None
             try:
-                loaded = ctx.store.load(ctx.session_id)
+                # A fold counts only if its run or the messages it folded were stored (a run killed before agno
+                # saved it leaves records behind): checked against the ids agno already loaded with the session.
+                loaded = load_counted(ctx.store, ctx.session_id, stored_ids_of(ctx.session, messages))
             except Exception:
                 self._store_failed(ctx.store)
                 raise
@@ -444,15 +466,42 @@ class CompressionManager(AgnoCompressionManager):
             if state is None:
                 return
             state.observe()
-            current = list(run_output.messages or [])
-            known = {id(m) for m in state.ledger}
-            restored = [m for m in state.ledger if m.add_to_agent_memory]
-            restored += [m for m in current if id(m) not in known and not is_summary(m)]
-            run_output.messages = restored
+            run_output.messages = self._full_run(state, list(run_output.messages or []), memory_only=True)
             self._account_policies(getattr(run_output, "metrics", None))
             self._bookkeep(state, session)
         except Exception as exc:  # never break a run
             log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
+
+    @staticmethod
+    def _full_run(state: _RunState, current: list[Message], memory_only: bool = False) -> list[Message]:
+        """Every message the run's live list ever held (ledger order), then any of ``current`` not seen yet."""
+        known = {id(m) for m in state.ledger}
+        full = [m for m in state.ledger if m.add_to_agent_memory or not memory_only]
+        return full + [m for m in current if id(m) not in known and not is_summary(m)]
+
+    @contextlib.contextmanager
+    def checkpoint_view(self, live: list[Message]) -> Iterator[None]:
+        """While agno checkpoints a running run, ``live`` holds every message of the run, not the folded view.
+
+        agno's ``after_tool_results`` callback stores the run from the live list; after a fold that list
+        lacks the folded messages, so each checkpoint would overwrite the previous one with less.
+        """
+        folded_view: list[Message] | None = None
+        try:
+            with self._lock:
+                state = self._runs.get(id(live))
+            if state is not None and state.live is live:
+                full = self._full_run(state, live[:])
+                if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
+                    folded_view = live[:]
+                    live[:] = full
+        except Exception as exc:  # never break a run: the checkpoint then stores the folded view
+            log.warning("agno-compression: could not restore folded messages for a checkpoint: %s", exc)
+        try:
+            yield
+        finally:
+            if folded_view is not None:
+                live[:] = folded_view
 
     def _pop_state(self, run_output: Any, run_context: Any) -> _RunState | None:
         live = getattr(run_context, "messages", None)

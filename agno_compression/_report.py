@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._store import records_of_run
 from ._tokens import PROMPT_OVERHEAD, TokenCounter
 
 
@@ -36,7 +37,7 @@ def session_series(runs: list[Any], records: list[Any], title: str, counter: Tok
     series = Series(title=title)
     total = PROMPT_OVERHEAD  # running size of everything so far, originals only
     for run in runs:
-        run_records = [r for r in records if r.run_id == run.run_id]
+        run_records = records_of_run(records, run)
         first_call = len(series.with_compression)
         for message in run.messages or []:
             if message.from_history:

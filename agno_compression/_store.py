@@ -16,6 +16,7 @@ import copy
 import logging
 import threading
 import time
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,6 +35,7 @@ from sqlalchemy import (
     inspect,
     select,
 )
+from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
@@ -110,9 +112,10 @@ def _table(metadata: MetaData, name: str) -> Table:
         Column("owner_type", String(16), nullable=False),
         Column("owner_id", String(255), nullable=True),
         Column("run_id", String(255), nullable=True),
-        Column("created_at", Float, nullable=False),
+        # MySQL's FLOAT is single precision (a unix time would lose minutes): DOUBLE there.
+        Column("created_at", Float().with_variant(mysql.DOUBLE(), "mysql", "mariadb"), nullable=False),
         Column("strategy", String(128), nullable=False),
-        Column("summary", Text, nullable=True),
+        Column("summary", Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb"), nullable=True),  # TEXT: 64 KB
         Column("folded_ids", JSON, nullable=False),
         Column("tokens_before", Integer, nullable=False),
         Column("tokens_after", Integer, nullable=False),
@@ -123,13 +126,76 @@ def _table(metadata: MetaData, name: str) -> Table:
     )
 
 
+def merge_rows(
+    rows: Iterable[Sequence[Any]],
+    stored_ids: Collection[str] | None = None,
+) -> SessionCompression:
+    """Merge ``(id, run_id, folded_ids, summary, tokens_before, tokens_after)`` rows, oldest first.
+
+    With ``stored_ids`` (``stored_ids_of``), a row counts only when its run is stored or every message it
+    folded is: a run killed before agno stored it leaves no summary behind. (A stored run counts whole, as
+    agno may leave some of its messages out of storage, e.g. ``store_tool_messages=False``.)
+    """
+    folded: set[str] = set()
+    summary: str | None = None
+    saved = folds = 0
+    newest: int | None = None
+    for row_id, run_id, ids, text, before, after in rows:
+        row_ids = [str(i) for i in ids or []]
+        if stored_ids is not None and run_id not in stored_ids and not all(i in stored_ids for i in row_ids):
+            continue
+        folded.update(row_ids)
+        saved += max(0, int(before or 0) - int(after or 0))
+        folds += 1
+        newest = row_id
+        if text:
+            summary = text
+    return SessionCompression(frozenset(folded), summary, folds, newest, saved)
+
+
+MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
+"""The fields of a stored row ``merge_rows`` reads, in its order."""
+
+
+def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
+    """Ids of the runs agno stored for ``session`` and of their messages (loaded with it), plus history in ``live``.
+
+    Run and message ids are both uuid4s, so one set holds both. ``None`` when the session has no loaded runs
+    (a member's or a fresh session): nothing to check against.
+    """
+    runs = session_runs(session) if session is not None else []
+    if not runs:
+        return None
+    ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
+    for run in runs:
+        ids.update(i for i in (getattr(run, "run_id", None), getattr(run, "parent_run_id", None)) if i)
+    ids.update(r.run_id for r in getattr(session, "runs", None) or [] if getattr(r, "run_id", None))
+    ids.update(m.id for m in live if getattr(m, "from_history", False) and m.id)
+    return frozenset(ids)
+
+
+def load_counted(store: CompressionStore, session_id: str, stored_ids: Collection[str] | None) -> SessionCompression:
+    """``store.load``, counting only rows whose folded messages are stored (any ``CompressionStore``)."""
+    if stored_ids is None:
+        return store.load(session_id)
+    from ._redis_store import RedisStore
+    from ._session_store import SessionDataStore
+
+    if isinstance(store, (SQLAlchemyStore, SessionDataStore, RedisStore)):
+        return store.load(session_id, stored_ids=stored_ids)
+    rows = (
+        (r.id, r.run_id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id)
+    )
+    return merge_rows(rows, stored_ids)
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
 
 
 class SQLAlchemyStore:
-    """``CompressionStore`` on any SQLAlchemy engine (SQLite and PostgreSQL are tested)."""
+    """``CompressionStore`` on any SQLAlchemy engine (SQLite, PostgreSQL and MySQL/MariaDB are tested)."""
 
     def __init__(self, engine: Engine, *, table_name: str = TABLE_NAME, schema: str | None = None) -> None:
         if not table_name or not table_name.replace("_", "").isalnum():
@@ -159,7 +225,7 @@ class SQLAlchemyStore:
         if not isinstance(engine, Engine):
             raise StoreError(
                 f"{type(db).__name__} has no synchronous SQLAlchemy engine (db_engine); "
-                "compression records need SqliteDb or PostgresDb"
+                "compression records need SqliteDb, PostgresDb or MySQLDb"
             )
         return cls(engine, table_name=table_name, schema=getattr(db, "db_schema", None))
 
@@ -193,7 +259,7 @@ class SQLAlchemyStore:
 
     def _create(self) -> None:
         with self.engine.begin() as conn:
-            if self.schema is not None and conn.dialect.name == "postgresql":
+            if self.schema is not None and conn.dialect.name in ("postgresql", "mysql", "mariadb"):
                 from sqlalchemy.schema import CreateSchema
 
                 conn.execute(CreateSchema(self.schema, if_not_exists=True))
@@ -241,14 +307,18 @@ class SQLAlchemyStore:
             record.folded_ids = [str(i) for i in record.folded_ids or []]
         return records
 
-    def load(self, session_id: str) -> SessionCompression:
-        """Folded set = union of the session's rows; summary = the newest row's."""
+    def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
+        """Folded set = union of the session's rows; summary = the newest row's.
+
+        With ``stored_ids`` (``stored_ids_of``) a row counts only when its run or every message it folded
+        is stored: a run that died before agno saved it leaves no summary behind.
+        """
         t = self.table
         try:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
             query = (
-                select(t.c.id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
+                select(t.c.id, t.c.run_id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
                 .where(t.c.session_id == session_id)
                 .order_by(t.c.id)
             )
@@ -256,16 +326,7 @@ class SQLAlchemyStore:
                 rows = conn.execute(query).all()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        folded: set[str] = set()
-        summary: str | None = None
-        saved = 0
-        for _id, ids, text, before, after in rows:
-            folded.update(str(i) for i in ids or [])
-            saved += max(0, int(before or 0) - int(after or 0))
-            if text:
-                summary = text
-        newest = rows[-1][0] if rows else None
-        return SessionCompression(frozenset(folded), summary, len(rows), newest, saved)
+        return merge_rows(((r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows), stored_ids)
 
     def _table_exists(self) -> bool:
         if self._ready:
@@ -278,23 +339,37 @@ class SQLAlchemyStore:
 # Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
 _SYNC_DRIVERS = {
     "sqlite+aiosqlite": "sqlite",
+    "mysql+asyncmy": "mysql+pymysql",
+    "mysql+aiomysql": "mysql+pymysql",
     "postgresql+asyncpg": "postgresql+psycopg",
     "postgresql+psycopg_async": "postgresql+psycopg",
 }
 
 
-def store_for(db: Any) -> SQLAlchemyStore | None:
-    """The store for an agno db, or ``None`` when it has no SQL engine (in-memory, JSON, ...).
+def store_for(db: Any) -> CompressionStore | None:
+    """The store for an agno db, or ``None`` when there is no way to keep records in it.
 
-    ``SqliteDb`` and ``PostgresDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
-    get a synchronous engine on the same database (same file or server, same schema).
+    ``SqliteDb``, ``PostgresDb`` and ``MySQLDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
+    get a synchronous engine on the same database (same file or server, same schema). Any other
+    synchronous agno db (``JsonDb``, ``InMemoryDb``, ``RedisDb``, ``MongoDb``, ...) keeps the records in
+    the session's own ``session_data`` (``SessionDataStore``).
     """
     engine = getattr(db, "db_engine", None) if db is not None else None
     if isinstance(engine, Engine):
         return SQLAlchemyStore.for_agno_db(db)
     url = getattr(engine, "url", None)
     if url is None or url.drivername not in _SYNC_DRIVERS:
-        return None
+        if engine is not None or db is None:
+            return None
+        if getattr(db, "redis_client", None) is not None:  # RedisDb: an append-only list, safe for many writers
+            from ._redis_store import RedisStore
+
+            return RedisStore(db)
+        from agno.db.base import BaseDb
+
+        from ._session_store import SessionDataStore
+
+        return SessionDataStore(db) if isinstance(db, BaseDb) else None
     sync_url = url.set(drivername=_SYNC_DRIVERS[url.drivername]).render_as_string(hide_password=False)
     return SQLAlchemyStore.from_url(sync_url, schema=getattr(db, "db_schema", None))
 
@@ -318,27 +393,82 @@ def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
         raise ConfigError(
             f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
         )
+    from agno.session import TeamSession, WorkflowSession
+
     try:
-        for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
-            session = db.get_session(session_id=session_id, session_type=kind)
-            if session is not None:
-                return session, kind
+        # No type given: agno reads the row's stored session_type. Asking for a type does not filter;
+        # agno would deserialize a workflow or team row as whatever class was asked for.
+        session = db.get_session(session_id=session_id, session_type=None)
     except Exception as exc:
         raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
-    return None, None
+    if session is None:
+        return None, None
+    if isinstance(session, WorkflowSession):
+        return session, SessionType.WORKFLOW
+    return session, SessionType.TEAM if isinstance(session, TeamSession) else SessionType.AGENT
+
+
+def session_runs(session: Any, *, top_level: bool = False) -> list[Any]:
+    """The runs holding a session's messages, in order.
+
+    Agent and team sessions hold them in ``session.runs`` (a team's member runs included, with a
+    ``parent_run_id``). A workflow session keeps the runs of the agents and teams of its steps in
+    each workflow run's ``step_executor_runs`` (nested workflows inside those), so those are returned.
+    ``top_level`` keeps the runs agno loads as history: no member runs.
+    """
+    out: list[Any] = []
+    seen: set[str] = set()
+
+    def add(run: Any) -> None:
+        key = getattr(run, "run_id", None) or str(id(run))
+        if key not in seen:
+            seen.add(key)
+            out.append(run)
+
+    def walk_workflow(run: Any) -> None:
+        for executor in getattr(run, "step_executor_runs", None) or []:
+            if hasattr(executor, "step_executor_runs"):  # a nested workflow's run
+                walk_workflow(executor)
+                continue
+            if top_level and getattr(executor, "parent_run_id", None) not in (None, run.run_id):
+                continue  # a team member's run, stored beside its team's run
+            add(executor)
+            if not top_level:
+                for member in getattr(executor, "member_responses", None) or []:
+                    add(member)
+
+    for run in getattr(session, "runs", None) or []:
+        if hasattr(run, "step_executor_runs"):
+            walk_workflow(run)
+        elif not top_level or getattr(run, "parent_run_id", None) is None:
+            add(run)
+    return out
+
+
+def records_of_run(records: Iterable[CompressionRecord], run: Any) -> list[CompressionRecord]:
+    """The folds done in ``run``. An agent or team in a workflow step runs under the workflow run's id
+    (its fold records carry that id), so those are matched by the workflow run and the owner's id."""
+    owners = {getattr(run, "agent_id", None), getattr(run, "team_id", None)} - {None}
+    parent = getattr(run, "parent_run_id", None)
+    return [
+        r
+        for r in records
+        if r.run_id == run.run_id or (parent is not None and r.run_id == parent and r.owner_id in owners)
+    ]
 
 
 def full_messages(db: Any, session_id: str) -> list[Any]:
     """Every original message of a session, in order, as agno stored it (for training-data export).
 
     Reads agno's own stored runs (agent, team or workflow session; a team session includes its
-    members' runs): history copies (``from_history=True``) are skipped, everything else is kept
-    with its full original content, whatever was folded, summarized, masked or shortened in context.
+    members' runs, a workflow session the runs of its steps' agents and teams): history copies
+    (``from_history=True``) are skipped, everything else is kept with its full original content,
+    whatever was folded, summarized, masked or shortened in context.
     """
     session, _ = _agno_session(db, session_id)
     if session is None:
         return []
-    return [m for run in session.runs or [] for m in run.messages or [] if not m.from_history]
+    return [m for run in session_runs(session) for m in run.messages or [] if not m.from_history]
 
 
 def compressed_view(db: Any, session_id: str) -> list[Any]:
@@ -352,15 +482,10 @@ def compressed_view(db: Any, session_id: str) -> list[Any]:
     session, _ = _agno_session(db, session_id)
     if session is None:
         return []
-    messages = [
-        m
-        for run in session.runs or []
-        if getattr(run, "parent_run_id", None) is None
-        for m in run.messages or []
-        if not m.from_history
-    ]
+    messages = [m for run in session_runs(session, top_level=True) for m in run.messages or [] if not m.from_history]
     store = store_for(db)
-    loaded = store.load(session_id) if store is not None else SessionCompression(frozenset(), None, 0)
+    stored = stored_ids_of(session)
+    loaded = load_counted(store, session_id, stored) if store is not None else SessionCompression(frozenset(), None, 0)
     system = [m for m in messages if m.role in SYSTEM_ROLES][-1:]
     rest = [m.model_copy(update={"from_history": True}) for m in messages if m.role not in SYSTEM_ROLES]
     return filter_folded([*system, *rest], loaded.folded_ids, loaded.summary)
@@ -374,7 +499,7 @@ def _as_store(db_or_store: Any) -> CompressionStore:
         return db_or_store
     store = store_for(db_or_store)
     if store is None:
-        raise ConfigError(f"{type(db_or_store).__name__} has no SQL engine: compression records need a SQL database")
+        raise ConfigError(f"{type(db_or_store).__name__} cannot keep compression records (not a synchronous agno db)")
     return store
 
 
@@ -447,16 +572,29 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
 
     Returns the number of records added; loading the same snapshot twice adds nothing the second time.
     """
-    from agno.session import AgentSession, TeamSession
+    from agno.session import AgentSession, TeamSession, WorkflowSession
 
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
         raise ConfigError("not an agno-compression snapshot (missing format marker)")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ConfigError(f"snapshot schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    session_cls = TeamSession if data.get("session_type") == "team" else AgentSession
+    classes: dict[str, Any] = {"team": TeamSession, "workflow": WorkflowSession}
+    session_cls = classes.get(str(data.get("session_type")), AgentSession)
     session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
     if session is None:
         raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
+    store = _as_store(db)
+    from ._session_store import EVENTS_KEY, SessionDataStore
+
+    if isinstance(store, SessionDataStore):
+        # The records live in the session row being overwritten: keep the destination's own, and let the
+        # loop below add the snapshot's (the snapshot's session may carry rows of its source).
+        kept = store.rows(str(data["session_id"]))
+        session_data = session.session_data if isinstance(session.session_data, dict) else {}
+        session_data.pop(EVENTS_KEY, None)
+        if kept:
+            session_data[EVENTS_KEY] = kept
+        session.session_data = session_data
     try:
         db.upsert_session(session)
         # agno keeps runs in their own table where the adapter has one; elsewhere they live in the session row.
@@ -467,12 +605,16 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
                 break
     except Exception as exc:
         raise StoreError(f"cannot write session {data.get('session_id')!r}: {exc}") from exc
-    store = _as_store(db)
-    have = {(r.created_at, r.strategy, tuple(r.folded_ids)) for r in store.events(data["session_id"])}
+
+    def key(r: CompressionRecord) -> tuple[Any, ...]:
+        # Milliseconds: MariaDB returns a DOUBLE with 15 significant digits, a unix time has 17.
+        return round(float(r.created_at), 3), r.strategy, tuple(r.folded_ids)
+
+    have = {key(r) for r in store.events(data["session_id"])}
     added = 0
     for row in data.get("records", []):
         record = CompressionRecord(**row)
-        if (record.created_at, record.strategy, tuple(record.folded_ids)) in have:
+        if key(record) in have:
             continue
         store.record(record)
         added += 1

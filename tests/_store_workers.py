@@ -5,21 +5,41 @@ from __future__ import annotations
 from typing import Any
 
 
+def open_db(kind: str, where: str, schema: str | None = None) -> Any:
+    """The agno db of ``kind``: ``where`` is a file (sqlite), a directory (json) or a URL; ``schema`` is the
+    PostgreSQL schema, the MySQL database or the Redis key prefix."""
+    if kind == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_file=where)
+    if kind == "postgres":
+        from agno.db.postgres import PostgresDb
+
+        return PostgresDb(db_url=where, db_schema=schema)
+    if kind == "mysql":
+        from agno.db.mysql import MySQLDb
+
+        return MySQLDb(db_url=where, db_schema=schema)
+    if kind == "redis":
+        from agno.db.redis import RedisDb
+
+        return RedisDb(db_url=where, db_prefix=schema or "agno")
+    if kind == "json":
+        from agno.db.json import JsonDb
+
+        return JsonDb(db_path=where)
+    raise ValueError(f"no agno db of kind {kind!r} across processes")
+
+
 def record_folds(
     kind: str, where: str, schema: str | None, session_id: str, worker: int, folds: int, barrier: Any
 ) -> int:
     """Open the agent's agno db in this process and record ``folds`` folds as fast as possible."""
-    from agno_compression import CompressionRecord, SQLAlchemyStore
+    from agno_compression import CompressionRecord
+    from agno_compression._store import store_for
 
-    if kind == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        db: Any = SqliteDb(db_file=where)
-    else:
-        from agno.db.postgres import PostgresDb
-
-        db = PostgresDb(db_url=where, db_schema=schema)
-    store = SQLAlchemyStore.for_agno_db(db)
+    store = store_for(open_db(kind, where, schema))
+    assert store is not None
     barrier.wait(timeout=60)
     for i in range(folds):
         store.record(
@@ -48,14 +68,7 @@ def run_folding_agent(
     from agno_compression import CompressionManager
     from agno_compression.testing import Reply, ScriptedModel, ToolCall
 
-    if kind == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        db: Any = SqliteDb(db_file=where)
-    else:
-        from agno.db.postgres import PostgresDb
-
-        db = PostgresDb(db_url=where, db_schema=schema)
+    db = open_db(kind, where, schema)
     produced: list[str] = []
     folded: list[str] = []
 

@@ -1,0 +1,102 @@
+"""Compression records in agno's own session storage, for agno databases without SQL (JSON, in-memory, Redis, ...).
+
+Every agno db persists a session's ``session_data`` dict, so the fold rows live there, under
+``session_data["agno_compression_events"]``, with the same ``record``/``load`` semantics as the SQL
+table (folded set = union of the rows, live summary = the newest row's).
+
+A fold is appended to the session object of the run that folded (bound by the manager when the
+run starts), and agno writes it with the session: at the end of the run and at every
+``checkpoint="tool-batch"`` checkpoint. A record is therefore stored together with the messages it
+folded, never before them. Without a bound session (snapshots, scripts) the row is written by
+reading the session and upserting it back.
+
+Concurrency: agno upserts a session row as a whole, so two processes writing one session at
+once on such a db race and the last writer's rows win. Use a SQL db (SQLite, PostgreSQL, MySQL)
+when several processes share sessions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Collection
+from dataclasses import fields
+from typing import Any
+
+from ._exceptions import StoreError
+from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, _agno_session, merge_rows
+
+EVENTS_KEY = "agno_compression_events"
+_MAX_BOUND = 256
+
+
+class SessionDataStore:
+    """``CompressionStore`` kept in ``session.session_data`` through agno's own db API (any sync agno db)."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self._bound: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def bind(self, session: Any) -> None:
+        """Keep ``session`` (the object agno will save for the running run) as the place for its folds."""
+        session_id = getattr(session, "session_id", None)
+        if not session_id:
+            return
+        with self._lock:
+            self._bound[str(session_id)] = session
+            self._bound.move_to_end(str(session_id))
+            while len(self._bound) > _MAX_BOUND:
+                self._bound.popitem(last=False)
+
+    def _rows_of(self, session: Any) -> list[dict[str, Any]]:
+        data = session.session_data if isinstance(session.session_data, dict) else {}
+        rows = data.get(EVENTS_KEY)
+        return rows if isinstance(rows, list) else []
+
+    def record(self, row: CompressionRecord) -> int:
+        """Append one fold to the session's ``session_data``; returns its id (1, 2, ... per session)."""
+        if not row.session_id:
+            raise StoreError("a compression record needs a session_id")
+        with self._lock:
+            bound = self._bound.get(row.session_id)
+        session = bound if bound is not None else _agno_session(self.db, row.session_id)[0]
+        if session is None:
+            raise StoreError(f"no agno session {row.session_id!r} to keep the fold in")
+        with self._lock:
+            data = session.session_data if isinstance(session.session_data, dict) else {}
+            rows = list(self._rows_of(session))
+            row.id = max((int(r.get("id") or 0) for r in rows), default=0) + 1
+            values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord)}
+            values["folded_ids"] = list(row.folded_ids)
+            rows.append(values)
+            data[EVENTS_KEY] = rows
+            session.session_data = data
+        if bound is None:  # nobody will save this session for us: write it now
+            try:
+                self.db.upsert_session(session)
+            except Exception as exc:
+                raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
+        return row.id
+
+    def rows(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's stored rows, as kept in ``session_data`` (oldest first)."""
+        with self._lock:
+            bound = self._bound.get(session_id)
+        session = bound if bound is not None else _agno_session(self.db, session_id)[0]
+        return list(self._rows_of(session)) if session is not None else []
+
+    def events(self, session_id: str) -> list[CompressionRecord]:
+        """Every fold of ``session_id``, oldest first."""
+        names = {f.name for f in fields(CompressionRecord)}
+        records = []
+        for raw in self.rows(session_id):
+            record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
+            record.folded_ids = [str(i) for i in record.folded_ids or []]
+            records.append(record)
+        return records
+
+    def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
+        """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
+        rows = (tuple(r.get(k) for k in MERGE_FIELDS) for r in self.rows(session_id))
+        return merge_rows(rows, stored_ids)

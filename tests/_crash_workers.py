@@ -1,0 +1,101 @@
+"""A child process that runs a real Agent until the parent kills it with SIGKILL (spawn-importable)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+SYSTEM = "You read build logs."
+
+
+def chunk(index: int) -> str:
+    """The tool output for ``index``: the same text in every process, so runs can be compared."""
+    lines = "\n".join(f"[{index:03d}:{line:03d}] compiling src/m{index}/f{line}.c ok" for line in range(40))
+    return f"{lines}\nerror: ValueError in chunk {index}: exit code {index % 3}"
+
+
+def open_db(kind: str, where: str, schema: str | None) -> Any:
+    if kind == "sqlite":
+        from agno.db.sqlite import SqliteDb
+
+        return SqliteDb(db_file=where)
+    from agno.db.postgres import PostgresDb
+
+    return PostgresDb(db_url=where, db_schema=schema)
+
+
+def run_until_killed(
+    kind: str,
+    where: str,
+    schema: str | None,
+    session_id: str,
+    checkpoint: str,
+    compress: bool,
+    kill_at: int,
+    task: str,
+    ready: Any,
+    mode: str = "sync",
+    owner: str = "agent",
+) -> None:
+    """Run an Agent that reads chunk after chunk; at chunk ``kill_at`` signal ``ready`` and wait to be killed.
+
+    ``kill_at=-1`` never blocks: the run ends normally after 12 chunks. ``mode``: ``sync``, ``stream``, ``async``
+    or ``async-stream`` (agno's four model paths).
+    """
+    from agno.agent import Agent
+
+    from agno_compression import CompressionManager
+    from agno_compression.testing import Reply, ScriptedModel, ToolCall
+
+    calls = {"n": 0}
+
+    def read_chunk(index: int) -> str:
+        """Read one chunk of a build log."""
+        if index == kill_at:
+            ready.set()
+            time.sleep(600)  # the parent kills the process here, mid-run, after ``kill_at`` tool batches
+        return chunk(index)
+
+    def script(messages: Any, info: Any) -> Reply:
+        n = calls["n"]
+        calls["n"] += 1
+        if kill_at < 0 and n >= 12:
+            return Reply(text=f"{task}: done.")
+        return Reply(text=f"{task}: chunk {n}.", tool_calls=[ToolCall("read_chunk", {"index": n})])
+
+    common: dict[str, Any] = {
+        "model": ScriptedModel(script=script),
+        "tools": [read_chunk],
+        "db": open_db(kind, where, schema),
+        "session_id": session_id,
+        "system_message": SYSTEM,
+        "checkpoint": checkpoint,
+        "add_history_to_context": True,
+        "num_history_runs": 100,
+        "telemetry": False,
+    }
+    if owner == "team":  # a team leader reading chunks itself (its tool loop checkpoints like an agent's)
+        from agno.team import Team
+
+        idle = Agent(name="idle", id="idle", model=ScriptedModel(script=lambda m, i: "ok"), telemetry=False)
+        agent: Any = Team(members=[idle], **common)
+    else:
+        agent = Agent(**common)
+    if compress:
+        CompressionManager(compress_at_tokens=1_500).attach(agent)
+    if mode == "sync":
+        agent.run(task)
+    elif mode == "stream":
+        for _ in agent.run(task, stream=True):
+            pass
+    else:
+        import asyncio
+
+        async def run_async() -> None:
+            if mode == "async-stream":
+                async for _ in agent.arun(task, stream=True):
+                    pass
+            else:
+                await agent.arun(task)
+
+        asyncio.run(run_async())
