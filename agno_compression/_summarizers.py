@@ -400,10 +400,11 @@ class LLMSummarizer:
         # The model may forget a file or an error; the deterministic ledger cannot.
         ledger = _ledger.build(request.messages, request.previous)
         lines = _ledger.render(ledger, max(50, request.max_tokens // 2), request.count_tokens)
-        body = _without_ledger(text.strip())
-        if lines:
-            body += f"\n## {_ledger.SECTION}\n" + "\n".join(lines)
         header = HEADERS.get(request.kind, SUMMARY_HEADER)
+        block = f"\n## {_ledger.SECTION}\n" + "\n".join(lines) if lines else ""
+        # The model's prose gives way to the ledger when both do not fit the budget (cut in the middle).
+        room = request.max_tokens - request.count_tokens(header + block) - 10
+        body = _cut_middle(_without_ledger(text.strip()), max(room, 40), request.count_tokens) + block
         return Summary(text=f"{header}\n{body}", strategy=self.name, response=response, model=self.model)
 
     def _model(self) -> Model:
@@ -416,6 +417,15 @@ class LLMSummarizer:
 
     async def asummarize(self, request: SummaryRequest) -> Summary:
         return self._result(await self._model().aresponse(messages=self._prompt(request)), request)
+
+
+def _cut_middle(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """``text`` within ``max_tokens``: its head and tail kept, the middle replaced by a marker."""
+    size = count(text)
+    if size <= max_tokens:
+        return text
+    keep = max(80, int(len(text) * max_tokens / size * 0.9)) // 2
+    return f"{text[:keep].rstrip()}\n[...]\n{text[-keep:].lstrip()}"
 
 
 def _without_ledger(text: str) -> str:
