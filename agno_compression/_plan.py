@@ -146,6 +146,8 @@ def _is_attachment(messages: Sequence[Message], i: int) -> bool:
         previous = messages[j]
         if is_summary(previous):
             continue
+        if previous.from_history:  # the run's input follows history, whatever the history ends with
+            return False
         if previous.role == "tool":
             return True
         return previous.role == "user" and not previous.from_history and _is_attachment(messages, j)

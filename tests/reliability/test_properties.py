@@ -157,7 +157,9 @@ def current_user(messages: Sequence[Message]) -> int | None:
             continue
         if m.role == "user" and not m.from_history and not after_tools and not m.temporary:
             found = i
-        after_tools = m.role == "tool" or (after_tools and m.role == "user" and not m.from_history)
+        after_tools = (m.role == "tool" and not m.from_history) or (
+            after_tools and m.role == "user" and not m.from_history
+        )
     return found
 
 

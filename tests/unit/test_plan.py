@@ -40,7 +40,9 @@ def _oracle_current(messages: list[Message]) -> Message | None:
             continue
         if m.role == "user" and not m.from_history and not after_tools:
             found = m
-        after_tools = m.role == "tool" or (after_tools and m.role == "user" and not m.from_history)
+        after_tools = (m.role == "tool" and not m.from_history) or (
+            after_tools and m.role == "user" and not m.from_history
+        )
     return found
 
 
@@ -99,7 +101,7 @@ def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: l
     if user is not None:
         must.append(user)
     made = {c for m in messages for c in call_ids(m)}
-    must += [m for m in _last_batch(messages, user) if m.role != "tool" or result_ids(m) & made]
+    must += [m for m in _last_batch(messages, user) if (m.role != "tool" or result_ids(m) & made) and not is_summary(m)]
     for m in must:
         assert id(m) in ids, f"{m.role} message {m.id} was folded"
     assert view[len(plan.system)].content == "A", "the history summary sits right after the system messages"
@@ -201,6 +203,17 @@ def test_the_reply_after_the_question_is_not_moved_before_it() -> None:
     view = plan.view(make_summary_message("A"), None)
     assert [m.content for m in view] == ["A", "Message 3", "Response 3"]
     assert reply not in plan.history
+
+
+def test_the_input_after_history_ending_in_a_tool_result_is_the_current_user_message() -> None:
+    """A stored run that ended on a tool result (stop_after_tool_call): the next run's input still counts."""
+    history = [Message(role="user", content="old", from_history=True), _call(1), _result(1)]
+    for m in history[1:]:
+        m.from_history = True
+    question = Message(role="user", content="next question")
+    plan = plan_fold([Message(role="system", content="s"), *history, question])
+    assert plan.current is question
+    assert plan.history == tuple(history)
 
 
 def test_later_folds_leave_the_prefix_alone() -> None:
