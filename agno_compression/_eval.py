@@ -15,6 +15,7 @@ from typing import Any
 
 from agno.models.message import Message
 
+from ._ledger import json_strings
 from ._manager import CompressionManager, FoldEvent
 from ._plan import is_summary, pair_violations
 from ._replay import observations_as_tool_calls, replay
@@ -99,18 +100,8 @@ def _agent_text(message: Message) -> str:
             value = json.loads(raw) if isinstance(raw, str) and raw else raw
         except ValueError:
             value = raw
-        parts.extend(_strings(value))
+        parts.extend(json_strings(value))
     return "\n".join(p for p in parts if p)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return [] if value is None else [str(value)]
 
 
 def acted_on_facts(messages: Iterable[Message]) -> set[str]:

@@ -65,13 +65,14 @@ KEYS = ("edited", "created", "read", "paths used", "tests", "errors", "ids", "ur
 """Ledger lines with lists of values, in the order they are rendered."""
 
 
-def _strings(value: Any) -> list[str]:
+def json_strings(value: Any) -> list[str]:
+    """Every string in a JSON-like value (tool-call arguments), in order."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in json_strings(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in json_strings(v)]
     return [] if value is None else [str(value)]
 
 
@@ -267,7 +268,7 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                     continue
                 tool = str(call.get("function", {}).get("name") or "tool")
                 args = _arguments(call)
-                joined = "\n".join(_strings(args))
+                joined = "\n".join(json_strings(args))
                 kind, command = _file_action(tool, args)
                 shell = _shell_kind(command) if command else None
                 found = paths_in(joined)

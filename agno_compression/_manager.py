@@ -68,6 +68,7 @@ from ._summarizers import (
     is_masked,
     mask_placeholder,
     resolve_strategy,
+    strip_header,
 )
 from ._tokens import TokenCounter
 
@@ -829,9 +830,10 @@ class CompressionManager(AgnoCompressionManager):
         if summaries:
             history, progress = summaries.get(HISTORY), summaries.get(PROGRESS)
             last = PROGRESS if progress is not None else HISTORY
-            made = {
+            made = {  # an empty summary (the folded messages said nothing) is never sent
                 kind: make_summary_message(self._with_search_hint(s.text) if kind == last else s.text, kind)
                 for kind, s in summaries.items()
+                if strip_header(s.text)
             }
             head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
             tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)

@@ -300,3 +300,25 @@ def test_manager_runs_with_no_rank_files_at_all(tmp_path: Path, caplog: pytest.L
     assert out.content.endswith("All chunks read.")
     assert not counter.exact and manager.stats.get("folds", 0) >= 1
     assert sum("estimate" in r.message for r in caplog.records) == 1
+
+
+def test_an_empty_summary_is_never_sent(tmp_path: Path) -> None:
+    """A summarizer that returns only a header (nothing to say) folds without putting an empty summary in context."""
+    from agno_compression import Summary, SummaryRequest
+    from agno_compression._summarizers import PROGRESS_HEADER
+
+    class HeaderOnly:
+        name = "header-only"
+
+        def summarize(self, request: SummaryRequest) -> Summary:
+            return Summary(text=PROGRESS_HEADER, strategy=self.name)
+
+        async def asummarize(self, request: SummaryRequest) -> Summary:
+            return self.summarize(request)
+
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=HeaderOnly(), search_tool=False)
+    agent, model, _ = make_agent(tmp_path, manager)
+    run_in_mode(agent, "Read every chunk of the build log.", "sync")
+    assert manager.stats["folds"] >= 1
+    for request in model.requests:
+        assert not [m for m in request.messages if is_summary(m)], "an empty summary was sent"

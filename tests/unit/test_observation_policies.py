@@ -160,7 +160,7 @@ def test_output_guidance_reaches_the_system_prompt(tmp_path: Path) -> None:
 
 
 def test_bad_policy_config_is_rejected() -> None:
-    with pytest.raises(ConfigError, match="apply"):
+    with pytest.raises(ConfigError, match=r"observations\['x'\].*ObservationPolicy.*'truncate'"):
         CompressionManager(observations={"x": "truncate"})  # type: ignore[dict-item]
     with pytest.raises(ConfigError, match="retained_turns"):
         CompressionManager(retained_turns=-1)
