@@ -41,10 +41,12 @@ _COUNTER = TokenCounter("gpt-4o")
 
 PEERS: dict[str, tuple[str, ...]] = {
     "langchain": ("langchain-summarization",),
-    "openhands": ("openhands-llm-summarizing", "openhands-masking", "openhands-pipeline"),
+    "openhands": ("openhands-llm-summarizing",),
     "adk": ("adk-compaction",),
 }
-"""Peer -> the settings (table rows) it adds."""
+"""Peer -> the settings (table rows) it adds. The OpenHands SDK (1.58) ships no observation-masking condenser
+(only ``LLMSummarizingCondenser``, ``NoOpCondenser`` and ``PipelineCondenser``; masking was in the older
+``openhands`` app), so it has one row: a pipeline of one condenser would be the same row again."""
 _MODULES = {"langchain": "langchain.agents", "openhands": "openhands.sdk", "adk": "google.adk"}
 _PACKAGES = {"langchain": "langchain", "openhands": "openhands-sdk", "adk": "google-adk"}
 
@@ -563,3 +565,139 @@ def adk_rows(trajectory: Trajectory, threshold: int, repeats: int = 1) -> list[R
 
 RUNNERS["adk"] = _adk_run
 ROWS["adk"] = adk_rows
+
+
+# --- OpenHands SDK: LLMSummarizingCondenser(max_tokens=T) applied before every model call -------------------
+
+
+def _openhands_to_agno(messages: Sequence[Any]) -> list[Message]:
+    out: list[Message] = []
+    for m in messages:
+        text = "".join(getattr(c, "text", "") or "" for c in (m.content or []))
+        calls = [agno_call(c.id, c.name, c.arguments) for c in (m.tool_calls or [])]
+        if m.role == "tool":
+            out.append(Message(role="tool", content=text, tool_call_id=m.tool_call_id, tool_name=m.name))
+        else:
+            out.append(Message(role=m.role, content=text or None, tool_calls=calls or None))
+    return out
+
+
+def _openhands_classes() -> tuple[type, type]:
+    global _OH_CLASSES
+    if _OH_CLASSES is not None:
+        return _OH_CLASSES
+    import litellm
+    from openhands.sdk.llm import LLM, LLMResponse, TextContent
+    from openhands.sdk.llm import Message as OHMessage
+    from openhands.sdk.tool.schema import Observation
+
+    class StandinLLM(LLM):
+        """The stand-in summarizer: ``generate`` answers with ``digest`` of the prompt, offline."""
+
+        def generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            capture = _OH_CAPTURE[-1]
+            capture.summarizer_calls += 1
+            text = "\n".join(getattr(c, "text", "") or "" for c in (messages[-1].content or []))
+            reply = OHMessage(role="assistant", content=[TextContent(text=digest(text))])
+            return LLMResponse(message=reply, metrics=self.metrics.get_snapshot(), raw_response=litellm.ModelResponse())
+
+    class RecordedObservation(Observation):
+        """A recorded tool output."""
+
+    _OH_CLASSES = (StandinLLM, RecordedObservation)
+    return _OH_CLASSES
+
+
+_OH_CLASSES: tuple[type, type] | None = None
+_OH_CAPTURE: list[Capture] = []
+
+
+def _openhands_run(trajectory: Trajectory, setting: str | None, threshold: int) -> Capture:
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no model-price download
+    os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+    from openhands.sdk.agent.utils import prepare_llm_messages
+    from openhands.sdk.context.condenser import LLMSummarizingCondenser
+    from openhands.sdk.context.view import View
+    from openhands.sdk.event import ActionEvent, Condensation, MessageEvent, ObservationEvent, SystemPromptEvent
+    from openhands.sdk.llm import LLM, MessageToolCall, TextContent
+    from openhands.sdk.llm import Message as OHMessage
+    from pydantic import SecretStr
+
+    script = script_of(trajectory)
+    cap = Capture()
+    standin_llm, recorded_observation = _openhands_classes()
+    agent_llm = LLM(model="gpt-4o", api_key=SecretStr("offline"), usage_id="agent")
+    condenser = None
+    if setting is not None:
+        condenser = LLMSummarizingCondenser(
+            llm=standin_llm(model="gpt-4o", api_key=SecretStr("offline"), usage_id="condenser"), max_tokens=threshold
+        )
+    events: list[Any] = [SystemPromptEvent(system_prompt=TextContent(text=script.system or ""), tools=[])]
+    _OH_CAPTURE.append(cap)
+    try:
+        for turn in script.turns:
+            events.append(
+                MessageEvent(source="user", llm_message=OHMessage(role="user", content=[TextContent(text=turn.user)]))
+            )
+            while True:
+                # what Agent.step does first: the condenser sees the view; a Condensation ends the step
+                prepared = prepare_llm_messages(View.from_events(events), condenser=condenser, llm=agent_llm)
+                if isinstance(prepared, Condensation):
+                    events.append(prepared)
+                    if prepared.summary is not None:
+                        forgotten = [e for e in events if getattr(e, "id", None) in prepared.forgotten_event_ids]
+                        folded = _openhands_to_agno(
+                            [e.to_llm_message() for e in forgotten if hasattr(e, "to_llm_message")]
+                        )
+                        cap.pairs.append((folded, prepared.summary))
+                    cap.folds += 1
+                    continue
+                cap.prompts.append(_openhands_to_agno(prepared))
+                reply: Reply = script.next_reply()
+                response_id = uuid.uuid4().hex
+                if not reply.tool_calls:
+                    message = OHMessage(role="assistant", content=[TextContent(text=reply.text or "")])
+                    events.append(MessageEvent(source="agent", llm_message=message, llm_response_id=response_id))
+                    break
+                actions = []
+                for i, call in enumerate(reply.tool_calls):
+                    call_id = call.id or f"call_{uuid.uuid4().hex[:8]}"
+                    args = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+                    actions.append(
+                        ActionEvent(
+                            thought=[TextContent(text=reply.text)] if reply.text and i == 0 else [],
+                            action=None,
+                            tool_name=call.name,
+                            tool_call_id=call_id,
+                            tool_call=MessageToolCall(id=call_id, name=call.name, arguments=args, origin="completion"),
+                            llm_response_id=response_id,
+                        )
+                    )
+                events.extend(actions)
+                for action in actions:
+                    observation = recorded_observation.from_text(script.answer(action.tool_name))
+                    events.append(
+                        ObservationEvent(
+                            observation=observation,
+                            action_id=action.id,
+                            tool_name=action.tool_name,
+                            tool_call_id=action.tool_call_id,
+                        )
+                    )
+            script.next_turn()
+    except Exception:
+        cap.errors += 1
+    finally:
+        _OH_CAPTURE.pop()
+    return cap
+
+
+def openhands_rows(trajectory: Trajectory, threshold: int, repeats: int = 1) -> list[Replayed]:
+    """OpenHands SDK ``LLMSummarizingCondenser(max_tokens=T)`` (other fields default) before every model call."""
+    return _paired(trajectory, threshold, PEERS["openhands"], lambda s, th: _openhands_run(trajectory, s, th), repeats)
+
+
+RUNNERS["openhands"] = _openhands_run
+ROWS["openhands"] = openhands_rows
