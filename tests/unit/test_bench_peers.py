@@ -76,6 +76,6 @@ def test_peer_adapter(peer: str, bench) -> None:
         assert row.folds >= 1 and row.summarizer_calls >= 1
         assert max(row.tokens) < max(plain)
         assert len(row.costs) == 2 and all(c > 0 for c in row.costs)
-        assert row.acted and row.final_text
+        assert row.final_text  # (acted-on facts: paths, test names, errors; a tau-bench run may have none)
         assert row.wall > 0 and row.wall_none > 0
         assert row.facts_total >= row.facts_kept >= 0
