@@ -47,6 +47,17 @@ PEERS: dict[str, tuple[str, ...]] = {
 """Peer -> the settings (table rows) it adds. The OpenHands SDK (1.58) ships no observation-masking condenser
 (only ``LLMSummarizingCondenser``, ``NoOpCondenser`` and ``PipelineCondenser``; masking was in the older
 ``openhands`` app), so it has one row: a pipeline of one condenser would be the same row again."""
+UNCOMPRESSED = " uncompressed"
+"""Suffix of the row of a peer replayed without compression: its own baseline. It can differ from agno's
+``none`` on recordings of several runs: agno's Agent puts only the last 3 runs in the history by default,
+the peers (LangChain thread, OpenHands event log, ADK session) keep every run."""
+
+
+def settings(peer: str) -> list[str]:
+    """The table rows ``peer`` adds: its settings, then itself without compression."""
+    return [*PEERS[peer], peer + UNCOMPRESSED]
+
+
 _MODULES = {"langchain": "langchain.agents", "openhands": "openhands.sdk", "adk": "google.adk"}
 _PACKAGES = {"langchain": "langchain", "openhands": "openhands-sdk", "adk": "google-adk"}
 
@@ -189,6 +200,7 @@ def _paired(
     """Each setting next to the same peer without compression, ``repeats`` rounds; median wall and CPU."""
     import statistics
 
+    label = f"{settings[0].split('-')[0]}{UNCOMPRESSED}"
     order: list[str | None] = [None, *settings]
     first: dict[str | None, tuple[Capture, Script]] = {}
     walls: dict[str | None, list[float]] = {s: [] for s in order}
@@ -206,6 +218,10 @@ def _paired(
         row.wall, row.cpu = statistics.median(walls[setting]), statistics.median(cpus[setting])
         row.wall_none, row.cpu_none = statistics.median(walls[None]), statistics.median(cpus[None])
         rows.append(row)
+    row = _row(trajectory, label, threshold, script, first[None][0], 0.0, 0.0)
+    row.wall = row.wall_none = statistics.median(walls[None])
+    row.cpu = row.cpu_none = statistics.median(cpus[None])
+    rows.append(row)
     return rows
 
 

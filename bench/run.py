@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"{peer} at {threshold}: {len(eligible)} recordings")
                 for t in eligible:
                     rows += _peers.ROWS[peer](t, threshold, repeats)
-        peer_settings = [s for p in peers for s in _peers.PEERS[p]]
+        peer_settings = [s for p in peers for s in _peers.settings(p)]
         load = None
         if not args.peers_only:
             say(f"session load: {n_messages} messages, {n_folds} folds")

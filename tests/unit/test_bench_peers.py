@@ -67,8 +67,9 @@ def test_peer_adapter(peer: str, bench) -> None:
     assert [p - extra for p in plain[:first_run]] == base.tokens[:first_run]
 
     rows = peers.ROWS[peer](recording, THRESHOLD)
-    assert [r.setting for r in rows] == list(peers.PEERS[peer])
-    for row in rows:
+    assert [r.setting for r in rows] == peers.settings(peer)
+    assert rows[-1].tokens == plain and rows[-1].setting == peer + " uncompressed"
+    for row in rows[:-1]:
         assert row.name == recording.name and row.threshold == THRESHOLD
         assert len(row.tokens) == len(base.tokens)
         assert row.errors == 0
