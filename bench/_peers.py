@@ -62,22 +62,24 @@ _MODULES = {"langchain": "langchain.agents", "openhands": "openhands.sdk", "adk"
 _PACKAGES = {"langchain": "langchain", "openhands": "openhands-sdk", "adk": "google-adk"}
 
 
-def available() -> tuple[list[str], list[str]]:
-    """(peers whose package imports here, one line per missing peer)."""
+def available() -> tuple[list[str], str | None]:
+    """(peers whose package and adapter are here, one line naming the peers skipped, or None)."""
     found, missing = [], []
     for peer, module in _MODULES.items():
-        if peer not in ROWS:
-            missing.append(f"{peer}: no adapter in this version of bench/_peers.py; its rows are skipped")
-            continue
         try:
-            ok = importlib.util.find_spec(module) is not None
+            ok = peer in ROWS and importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):
             ok = False
         if ok:
             found.append(peer)
         else:
-            missing.append(f"{peer}: {_PACKAGES[peer]} not installed (pip install -e '.[bench]'); its rows are skipped")
-    return found, missing
+            missing.append(_PACKAGES[peer])
+    if not missing:
+        return found, None
+    return found, (
+        f"peer rows skipped for {', '.join(missing)}: not installed (pip install -e '.[bench]'; "
+        "openhands-sdk needs Python 3.12+)"
+    )
 
 
 # --- the recording as a script -------------------------------------------------------------------

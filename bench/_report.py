@@ -359,6 +359,19 @@ def render(
         "a ratio alike. Every replay uses a fresh SQLite file, so agno's tables and ours are created inside the "
         "timing, as for a new database.",
     ]
+    if any(s.split("-")[0].split(" ")[0] in ("langchain", "openhands", "adk") for s in settings):
+        out += [
+            "- Peer rows (`--peers`, `bench/_peers.py`): `langchain-summarization` is LangChain's `create_agent` with "
+            '`SummarizationMiddleware(trigger=("tokens", T))` (default keep: the last 20 messages), '
+            "`openhands-llm-summarizing` is the OpenHands SDK's `LLMSummarizingCondenser(max_tokens=T)` applied to the "
+            "recorded events before every model call as `Agent.step` does, `adk-compaction` is a Google ADK `Runner` "
+            "with `EventsCompactionConfig(token_threshold=T, event_retention_size=10)`; each with a fake model of "
+            "that library playing the recorded turns, tools returning the recorded outputs and the same stand-in "
+            "summarizer. What each fake model receives is converted to agno messages and counted, costed and "
+            "checked exactly as the other rows. `<peer> uncompressed` is the peer without compression: agno keeps "
+            "the last 3 runs of history by default, the peers every run, so on recordings of several runs it is "
+            "above `none`. Wall ÷ none of a peer row is against that peer's own uncompressed replay.",
+        ]
     out += ["", "## Goals", ""]
     out += _goals(rows, baseline, thresholds, settings, real, names[LONG], recordings, load)
     return "\n".join(out) + "\n"

@@ -136,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = list(args.settings or ([] if args.peers_only else _replays.SETTINGS[1:]))
     peers: list[str] = []
     if args.peers or args.peers_only:
-        peers, missing = _peers.available()
-        for line in missing:
-            print(f"peers: {line}", file=sys.stderr)
+        peers, skipped = _peers.available()
+        if skipped:
+            print(skipped, file=sys.stderr)
     n_messages = args.session_messages or (1_000 if args.quick else 10_000)
     n_folds = args.session_folds or (10 if args.quick else 100)
     load_repeats = 3 if args.quick else 15
