@@ -523,7 +523,8 @@ def _adk_run(trajectory: Trajectory, setting: str | None, threshold: int) -> Cap
     agent = LlmAgent(
         name="bench",
         model=replay_llm(model="replay", script=script, capture=cap),
-        instruction=script.system or "",
+        # as a provider, so ADK takes it verbatim ({WINDOW} in a SWE-agent prompt is no state variable)
+        instruction=lambda _ctx, text=script.system or "": text,
         tools=tools,
     )
     config = None
