@@ -237,7 +237,7 @@ def render(
     recordings: Sequence[Trajectory],
     baseline: dict[str, Replayed],
     rows: Sequence[Replayed],
-    load: LoadResult,
+    load: LoadResult | None,
     encodings: Sequence[str],
     seconds: float,
 ) -> str:
@@ -296,23 +296,25 @@ def render(
         )
     )
     out += _breakdowns(rows, baseline, thresholds, every, {TOTAL: real, LONG: names[LONG]})
-    out += ["", "## Session load (10,000 messages, 100 folds)" if load.messages >= 10_000 else "## Session load", ""]
-    out += [
-        f"One agent session of {load.messages:,} messages in {load.runs} runs stored by agno in SQLite "
-        f"({load.db_bytes / 1e6:.1f} MB), {load.folds} rows in `agno_compression_events` folding "
-        f"{load.folded_ids:,} of its message ids; median of {load.repeats} interleaved loads each, "
-        "`gc.collect()` before each.",
-        "",
-        "| db object | agno plain load ms | + our filtering ms | ratio | of which get_session | history build "
-        "| store.load | filter_folded | messages left |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for t in load.times:
-        label = "new SqliteDb per load (cold)" if t.mode == "cold" else "one SqliteDb, agno's run cache warm"
-        out.append(
-            f"| {label} | {t.plain_ms:.1f} | {t.filtered_ms:.1f} | {t.ratio:.2f}x | {t.get_session_ms:.1f} "
-            f"| {t.history_ms:.1f} | {t.store_load_ms:.1f} | {t.filter_ms:.1f} | {load.kept_after_filter:,} |"
-        )
+    if load is not None:
+        title = "## Session load (10,000 messages, 100 folds)" if load.messages >= 10_000 else "## Session load"
+        out += ["", title, ""]
+        out += [
+            f"One agent session of {load.messages:,} messages in {load.runs} runs stored by agno in SQLite "
+            f"({load.db_bytes / 1e6:.1f} MB), {load.folds} rows in `agno_compression_events` folding "
+            f"{load.folded_ids:,} of its message ids; median of {load.repeats} interleaved loads each, "
+            "`gc.collect()` before each.",
+            "",
+            "| db object | agno plain load ms | + our filtering ms | ratio | of which get_session | history build "
+            "| store.load | filter_folded | messages left |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for t in load.times:
+            label = "new SqliteDb per load (cold)" if t.mode == "cold" else "one SqliteDb, agno's run cache warm"
+            out.append(
+                f"| {label} | {t.plain_ms:.1f} | {t.filtered_ms:.1f} | {t.ratio:.2f}x | {t.get_session_ms:.1f} "
+                f"| {t.history_ms:.1f} | {t.store_load_ms:.1f} | {t.filter_ms:.1f} | {load.kept_after_filter:,} |"
+            )
     out += ["", "## How it is measured", ""]
     out += [
         "- Every replay runs a real agno `Agent` (sync mode, SQLite `db`, full history) in this one process; a "
@@ -357,6 +359,19 @@ def render(
         "a ratio alike. Every replay uses a fresh SQLite file, so agno's tables and ours are created inside the "
         "timing, as for a new database.",
     ]
+    if any(s.split("-")[0].split(" ")[0] in ("langchain", "openhands", "adk") for s in settings):
+        out += [
+            "- Peer rows (`--peers`, `bench/_peers.py`): `langchain-summarization` is LangChain's `create_agent` with "
+            '`SummarizationMiddleware(trigger=("tokens", T))` (default keep: the last 20 messages), '
+            "`openhands-llm-summarizing` is the OpenHands SDK's `LLMSummarizingCondenser(max_tokens=T)` applied to the "
+            "recorded events before every model call as `Agent.step` does, `adk-compaction` is a Google ADK `Runner` "
+            "with `EventsCompactionConfig(token_threshold=T, event_retention_size=10)`; each with a fake model of "
+            "that library playing the recorded turns, tools returning the recorded outputs and the same stand-in "
+            "summarizer. What each fake model receives is converted to agno messages and counted, costed and "
+            "checked exactly as the other rows. `<peer> uncompressed` is the peer without compression: agno keeps "
+            "the last 3 runs of history by default, the peers every run, so on recordings of several runs it is "
+            "above `none`. Wall ÷ none of a peer row is against that peer's own uncompressed replay.",
+        ]
     out += ["", "## Goals", ""]
     out += _goals(rows, baseline, thresholds, settings, real, names[LONG], recordings, load)
     return "\n".join(out) + "\n"
@@ -478,7 +493,7 @@ def _goals(
     real: set[str],
     long: set[str],
     recordings: Sequence[Trajectory],
-    load: LoadResult,
+    load: LoadResult | None,
 ) -> list[str]:
     lines: list[str] = []
     every = real | long
@@ -578,11 +593,12 @@ def _goals(
                 )
         lines.append(f"- Whole replay ≤ 1.3x the wall time of none (extractive): {status(ok)} — {'; '.join(parts)}.")
     # 6. session load
-    ratios = "; ".join(f"{t.mode}: {t.ratio:.2f}x ({t.filtered_ms:.1f} vs {t.plain_ms:.1f} ms)" for t in load.times)
-    lines.append(
-        f"- Session load with filtering ≤ 1.1x agno's plain load ({load.messages:,} messages, {load.folds} folds): "
-        f"{status(all(t.ratio <= 1.1 for t in load.times))} — {ratios}."
-    )
+    if load is not None:
+        ratios = "; ".join(f"{t.mode}: {t.ratio:.2f}x ({t.filtered_ms:.1f} vs {t.plain_ms:.1f} ms)" for t in load.times)
+        lines.append(
+            f"- Session load with filtering ≤ 1.1x agno's plain load ({load.messages:,} messages, {load.folds} "
+            f"folds): {status(all(t.ratio <= 1.1 for t in load.times))} — {ratios}."
+        )
     # 7. extractive fact retention
     if "extractive" in settings:
         parts, ok = [], True

@@ -1,6 +1,6 @@
 """Benchmark: every context strategy side by side on the shared recorded agent runs, offline, in one process.
 
-    python bench/run.py [--quick] [--thresholds 8000 16000 32000] [--out FILE]
+    python bench/run.py [--quick] [--thresholds 8000 16000 32000] [--out FILE] [--peers | --peers-only]
 
 Replays the recordings of ``../shared/trajectories`` (tau-bench, OpenHands, SWE-agent, TapeAgents)
 through real agno Agents (a scripted model plays the recorded assistant turns, real tools return
@@ -15,6 +15,13 @@ Everything is offline: non-loopback connections are refused; agno's token counte
 rank files from the ``bpe-openai`` package through a private ``TIKTOKEN_CACHE_DIR``; summaries
 that agno's built-ins and the ``llm`` strategy ask a model for are written by a deterministic
 offline stand-in model (``_offline.digest``).
+
+``--peers`` adds rows for peer libraries replayed on the same recordings (``bench/_peers.py``: LangChain's
+``SummarizationMiddleware``, OpenHands SDK's condensers, Google ADK's events compaction), each with a fake
+model of that library and the same stand-in summarizer; a peer whose package is not installed (the
+``bench`` extra) is skipped with one line saying so. ``--peers-only`` replays just what the peer table
+needs: the uncompressed baseline, the peers and only the settings given with ``--settings`` (none by
+default), no session-load test; it writes ``bench/out/RESULTS-peers.md`` unless ``--out`` says otherwise.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _offline  # noqa: E402
+import _peers  # noqa: E402
 import _replays  # noqa: E402
 import _report  # noqa: E402
 import _session_load  # noqa: E402
@@ -45,6 +53,7 @@ from agno_compression._trajectories import Trajectory, iter_shared_trajectories 
 DEFAULT_TRAJECTORIES = HERE.parent.parent / "shared" / "trajectories"
 DEFAULT_OUT = HERE / "RESULTS.md"
 QUICK_OUT = HERE / "out" / "RESULTS-quick.md"
+PEERS_OUT = HERE / "out" / "RESULTS-peers.md"
 """Where ``--quick`` writes without ``--out``: bench/out/ is git-ignored, bench/RESULTS.md is the committed full run."""
 LONG = "long sessions"
 """Source name of the sessions chained from several recordings of one source."""
@@ -110,15 +119,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repeats", type=int, help="timed rounds per recording and threshold (default 3; quick 1)")
     parser.add_argument("--profile", metavar="SETTING", help="profile SETTING on the long sessions with pyinstrument")
+    parser.add_argument("--peers", action="store_true", help="add peer libraries' rows (needs the bench extra)")
+    parser.add_argument(
+        "--peers-only",
+        action="store_true",
+        help="baseline + peers (+ --settings) only, no session-load test; writes bench/out/RESULTS-peers.md",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show agno's and our log lines")
     args = parser.parse_args(argv)
     if args.out is None:
-        args.out = QUICK_OUT if args.quick else DEFAULT_OUT
+        args.out = QUICK_OUT if args.quick else PEERS_OUT if args.peers_only else DEFAULT_OUT
     if not args.trajectories.is_dir():
         print(f"error: no trajectory folder at {args.trajectories}", file=sys.stderr)
         return 2
     thresholds = args.thresholds or ([8_000] if args.quick else [8_000, 16_000, 32_000])
-    settings = list(args.settings or _replays.SETTINGS[1:])
+    settings = list(args.settings or ([] if args.peers_only else _replays.SETTINGS[1:]))
+    peers: list[str] = []
+    if args.peers or args.peers_only:
+        peers, skipped = _peers.available()
+        if skipped:
+            print(skipped, file=sys.stderr)
     n_messages = args.session_messages or (1_000 if args.quick else 10_000)
     n_folds = args.session_folds or (10 if args.quick else 100)
     load_repeats = 3 if args.quick else 15
@@ -172,9 +192,20 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{threshold}: {len(eligible)} recordings over the threshold without compression")
             for t in eligible:
                 rows += _paired(t, threshold, settings, repeats, replay)
-        say(f"session load: {n_messages} messages, {n_folds} folds")
-        load = _session_load.run(work, [t.messages for t in real], n_messages, n_folds, load_repeats)
+        for peer in peers:
+            _peers.warm(peer, warm, min(thresholds))
+            for threshold in thresholds:
+                eligible = [t for t in recordings if max(baseline[t.name].tokens, default=0) > threshold]
+                say(f"{peer} at {threshold}: {len(eligible)} recordings")
+                for t in eligible:
+                    rows += _peers.ROWS[peer](t, threshold, repeats)
+        peer_settings = [s for p in peers for s in _peers.settings(p)]
+        load = None
+        if not args.peers_only:
+            say(f"session load: {n_messages} messages, {n_folds} folds")
+            load = _session_load.run(work, [t.messages for t in real], n_messages, n_folds, load_repeats)
         command = "python bench/run.py" + (" --quick" if args.quick else "")
+        command += " --peers-only" if args.peers_only else " --peers" if args.peers else ""
         if args.thresholds:
             command += " --thresholds " + " ".join(map(str, thresholds))
         if args.settings:
@@ -188,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         text = _report.render(
             command=command,
             thresholds=thresholds,
-            settings=settings,
+            settings=[*settings, *peer_settings],
             recordings=recordings,
             baseline=baseline,
             rows=rows,
