@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import Any
 
 from _replays import OURS, Replayed
 from _session_load import LoadResult
@@ -372,9 +373,56 @@ def render(
             "the last 3 runs of history by default, the peers every run, so on recordings of several runs it is "
             "above `none`. Wall ÷ none of a peer row is against that peer's own uncompressed replay.",
         ]
+    peers = [x for x in settings if x not in ("none", "agno-compress", "agno-compaction", *OURS)]
+    if peers:
+        out += ["", "## Where a peer beats us", ""]
+        out += _peer_wins(rows, baseline, thresholds, settings, peers, {TOTAL: real, LONG: names[LONG]})
     out += ["", "## Goals", ""]
     out += _goals(rows, baseline, thresholds, settings, real, names[LONG], recordings, load)
     return "\n".join(out) + "\n"
+
+
+def _peer_wins(
+    rows: Sequence[Replayed],
+    baseline: dict[str, Replayed],
+    thresholds: Sequence[int],
+    settings: Sequence[str],
+    peers: Sequence[str],
+    groups: dict[str, set[str]],
+) -> list[str]:
+    """Every column on which a peer row is better than the best of this package's settings, said plainly."""
+    columns: list[tuple[str, Any, bool]] = [
+        ("runs kept ≤ T", lambda a: a.kept / a.runs if a.runs else None, True),
+        ("peak tokens", lambda a: a.peak, False),
+        ("cumulative ÷ none", lambda a: a.cumulative_ratio, False),
+        ("cost cached 0.1× ÷ none", lambda a: a.cost_ratio(0), False),
+        ("cost cached 0.25× ÷ none", lambda a: a.cost_ratio(1), False),
+        ("acted-on facts at end", lambda a: a.acted_retention, True),
+        ("summarizer calls", lambda a: a.summarizer_calls, False),
+        ("fact retention per summary", lambda a: a.retention, True),
+    ]
+    ours = [x for x in settings if x in OURS and x != "mask"]
+    lines = []
+    for th in thresholds:
+        for group, keep in groups.items():
+            mine = {x: aggregate(rows, baseline, th, x, keep) for x in ours}
+            mine = {x: a for x, a in mine.items() if a.runs}
+            for peer in peers:
+                theirs = aggregate(rows, baseline, th, peer, keep)
+                if not theirs.runs or not mine:
+                    continue
+                for name, value, higher in columns:
+                    got = value(theirs)
+                    best = [(value(a), x) for x, a in mine.items() if value(a) is not None]
+                    if got is None or not best:
+                        continue
+                    top, who = max(best) if higher else min(best)
+                    if (got > top) if higher else (got < top):
+                        lines.append(
+                            f"- {th // 1000}k, {group}: `{peer}` beats our best (`{who}`) on {name}: "
+                            f"{got:,.2f} against {top:,.2f}."
+                        )
+    return lines or ["- No peer row is better than ours on any compared column."]
 
 
 def _pct(part: float, whole: float) -> str:
