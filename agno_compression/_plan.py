@@ -147,7 +147,9 @@ def _is_attachment(messages: Sequence[Message], i: int) -> bool:
         if is_summary(previous):
             continue
         if previous.role == "tool":
-            return True
+            # agno appends a carrier right after its own run's results; after a history result (a call that
+            # was still pending when that run ended) a user message of this run is the run's input
+            return not previous.from_history
         return previous.role == "user" and not previous.from_history and _is_attachment(messages, j)
     return False
 

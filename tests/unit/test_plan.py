@@ -40,7 +40,8 @@ def _oracle_current(messages: list[Message]) -> Message | None:
             continue
         if m.role == "user" and not m.from_history and not after_tools:
             found = m
-        after_tools = m.role == "tool" or (after_tools and m.role == "user" and not m.from_history)
+        tool_of_this_run = m.role == "tool" and not m.from_history
+        after_tools = tool_of_this_run or (after_tools and m.role == "user" and not m.from_history)
     return found
 
 
@@ -136,6 +137,31 @@ def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
     assert plan.current is None
     assert pending in plan.kept and arrived in plan.kept
     assert pending not in plan.folded
+
+
+def test_a_pending_call_in_history_is_kept_before_the_current_user_message() -> None:
+    """A call still waiting from an earlier run sits before the current user: only the pending rule keeps it.
+
+    The last-batch rule cannot: there is no batch after the current user message.
+    """
+    pending = Message(
+        role="assistant",
+        from_history=True,
+        tool_calls=[
+            {"id": "p1", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+            {"id": "p2", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+        ],
+    )
+    arrived = Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+    old = Message(role="user", content="deploy it", from_history=True)
+    user = Message(role="user", content="status?")
+    messages = [Message(role="system", content="s"), old, pending, arrived, user]
+    plan = plan_fold(messages)
+    assert plan.current is user
+    assert plan.before == (pending, arrived), "the pending call and the result that did arrive stay, in order"
+    assert plan.history == (old,)
+    view = plan.view(make_summary_message("A"), None)
+    assert [m.content for m in view] == ["s", "A", None, "yes", "status?"]
 
 
 def test_late_result_keeps_its_call_by_pair_closure() -> None:
