@@ -156,15 +156,16 @@ class BrokenSummarizer:
         return self.summarize(request)
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])  # two code paths: a worker thread, an awaited future
 @pytest.mark.parametrize("how", ["raise", "empty", "garbage", "hang"])
 def test_failing_summarizer_falls_back_to_extractive(
-    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, how: str, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     broken = BrokenSummarizer(how)
     manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=broken, summarizer_timeout=0.3)
     agent, model, _produced = make_agent(tmp_path, manager)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
-        output = agent.run("Read every chunk of the build log.")
+        output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert output.content.endswith("All chunks read.")
     check_requests(model, BUDGET, "Read every chunk of the build log.")
     assert manager.stats["summarizer_failures"] == broken.calls >= 1  # one try per fold, no retry loop
@@ -300,3 +301,31 @@ def test_manager_runs_with_no_rank_files_at_all(tmp_path: Path, caplog: pytest.L
     assert out.content.endswith("All chunks read.")
     assert not counter.exact and manager.stats.get("folds", 0) >= 1
     assert sum("estimate" in r.message for r in caplog.records) == 1
+
+
+def test_kept_messages_over_the_budget_do_not_fold_on_every_call(tmp_path: Path) -> None:
+    """A current user message larger than the budget: no fold can reach it, so folding each call would loop."""
+    giant = "Analyse this specification carefully. " * 1100  # ~6k tokens, kept verbatim, budget 3k
+
+    def read_line(index: int) -> str:
+        """Read a few lines of a log."""
+        return "\n".join(f"line {index}-{i} ok" for i in range(10))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index >= 16:
+            return Reply(text="All lines read.")
+        return Reply(text=f"Line {info.call_index}.", tool_calls=[ToolCall("read_line", {"index": info.call_index})])
+
+    folds: list[Any] = []
+    model = ScriptedModel(script=script)
+    manager = CompressionManager(compress_at_tokens=BUDGET, on_fold=lambda event, folded: folds.append(event))
+    agent = manager.attach(
+        Agent(model=model, tools=[read_line], db=SqliteDb(db_file=str(tmp_path / "a.db")), telemetry=False)
+    )
+    assert agent.run(giant).content.endswith("All lines read.")
+    calls = len(model.requests)
+    summary_folds = [e for e in folds if e.summary]
+    # every call is over the budget; a fold is worth it again only once the foldable span has grown by the gap
+    # between the budget and the target (1,800 tokens here, more than the whole run adds)
+    assert calls == 17 and all(r.prompt_tokens > BUDGET for r in model.requests)
+    assert len(summary_folds) <= 1, f"{len(summary_folds)} folds in {calls} model calls"

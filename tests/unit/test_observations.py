@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import unicodedata
 
 import pytest
@@ -293,6 +296,32 @@ def test_surrogate_pairs_are_never_split() -> None:
 def test_output_is_deterministic() -> None:
     for text in (printed_layer_list(), str(set(layer_names())), training_log()):
         assert truncate_output(text) == truncate_output(text)
+
+
+def test_a_long_list_shows_its_head_then_the_omission_then_its_tail() -> None:
+    out = truncate_output(str(list(range(1000))), 300)
+    lines = out.splitlines()
+    assert lines[0] == "[list with 1,000 items (4,890 chars); showing the first 10 and the last 2]"
+    assert lines[1:] == ["[", *(f"  {i}," for i in range(10)), "  ... 988 more items ...,", "  998,", "  999", "]"]
+
+
+def test_set_items_are_shown_sorted_whatever_the_hash_seed() -> None:
+    """A set's iteration order of strings changes with PYTHONHASHSEED: the output must not (a replay compares it)."""
+    names = [f"k{i:03d}" for i in range(300)]
+    expected = ["{", *(f"  {n!r}," for n in names[:10]), "  ... 288 more items ...,", "  'k298',", "  'k299'", "}"]
+    assert truncate_output(str(set(names)), 300).splitlines()[1:] == expected
+    code = "import sys; from agno_compression import truncate_output; print(truncate_output(sys.argv[1], 300))"
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(set(names))],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outs) == 1, "the output depends on the process's hash seed"
 
 
 # --------------------------------------------------------------------------- validation
