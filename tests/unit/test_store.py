@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -84,16 +82,26 @@ def test_unreachable_database_raises_store_error() -> None:
         store.load("s")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_directory_raises_store_error(tmp_path: Path) -> None:
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
-        with pytest.raises(StoreError):
-            SQLAlchemyStore.from_url(f"sqlite:///{ro / 'x.db'}").record(row("s", ["a"]))
-    finally:
-        ro.chmod(stat.S_IRWXU)
+def test_read_only_database_raises_store_error_and_still_loads(tmp_path: Path) -> None:
+    """SQLite opened read-only (``mode=ro``): refused even to root, unlike a chmod-ed directory."""
+    path = tmp_path / "x.db"
+    SQLAlchemyStore.from_url(f"sqlite:///{path}").record(row("s", ["a"], summary="first"))
+    read_only = SQLAlchemyStore.from_url(f"sqlite:///file:{path}?mode=ro&uri=true")
+    with pytest.raises(StoreError) as info:
+        read_only.record(row("s", ["b"]))
+    assert "readonly" in str(info.value.__cause__).replace("-", "").replace(" ", "").lower()
+    loaded = read_only.load("s")
+    assert set(loaded.folded_ids) == {"a"} and loaded.summary == "first", "a failed write leaves no row"
+
+
+def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
+    """A database path under a regular file can never be created, whoever runs the tests."""
+    (tmp_path / "not-a-dir").write_text("a file, not a directory")
+    store = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'not-a-dir' / 'x.db'}")
+    with pytest.raises(StoreError):
+        store.record(row("s", ["a"]))
+    with pytest.raises(StoreError):
+        store.load("s")
 
 
 def test_for_agno_db_needs_a_sql_engine() -> None:
