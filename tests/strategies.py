@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Any
 
@@ -13,6 +14,16 @@ from hypothesis import strategies as st
 from agno_compression._plan import PROGRESS, make_summary_message
 
 MEDIA = Image(url="https://example.com/chart.png")
+
+
+def examples(n: int) -> int:
+    """``n`` Hypothesis examples, at most ``AGNO_COMPRESSION_MAX_EXAMPLES`` when set.
+
+    ``bench/mutation.py`` runs each test once per mutant; the properties still run there, on fewer examples.
+    """
+    cap = os.environ.get("AGNO_COMPRESSION_MAX_EXAMPLES")
+    return min(n, int(cap)) if cap else n
+
 
 TEXT = st.one_of(
     st.none(),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agno_compression._exceptions import ConfigError
 from agno_compression._observations import TieredOutputPolicy, shorten_text, truncate_output
+from tests.strategies import examples
 
 # --------------------------------------------------------------------------- seed-shaped inputs
 
@@ -366,7 +367,7 @@ json_values = st.recursive(
 log_text = st.lists(st.text(st.characters(exclude_characters="\n"), max_size=200), max_size=300).map("\n".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(max_size=6000) | log_text, max_chars=st.integers(100, 3000))
 def test_property_text_is_bounded_and_short_text_is_identical(text: str, max_chars: int) -> None:
     out = truncate_output(text, max_chars)
@@ -375,7 +376,7 @@ def test_property_text_is_bounded_and_short_text_is_identical(text: str, max_cha
         assert out == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values, max_chars=st.integers(100, 3000), as_python=st.booleans())
 def test_property_structures_are_bounded(value: object, max_chars: int, as_python: bool) -> None:
     text = repr(value) if as_python else json.dumps(value)
@@ -388,7 +389,7 @@ def test_property_structures_are_bounded(value: object, max_chars: int, as_pytho
         assert out.startswith(f"[{type(value).__name__} with {len(value):,} ")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(max_size=3000), max_chars=st.integers(0, 2000))
 def test_property_shorten_text_is_bounded(text: str, max_chars: int) -> None:
     out = shorten_text(text, max_chars)

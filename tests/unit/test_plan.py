@@ -17,7 +17,7 @@ from agno_compression._plan import (
     result_ids,
     summary_kind,
 )
-from tests.strategies import conversation
+from tests.strategies import conversation, examples
 
 
 def _call(i: int) -> Message:
@@ -51,7 +51,7 @@ def _last_batch(messages: list[Message], user: Message | None) -> list[Message]:
     return messages[idx[-1] :] if idx else []
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_partition_is_complete_and_ordered(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -64,7 +64,7 @@ def test_partition_is_complete_and_ordered(messages: list[Message]) -> None:
         assert [order[id(m)] for m in part] == sorted(order[id(m)] for m in part)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_view_never_sends_an_orphan(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -72,7 +72,7 @@ def test_view_never_sends_an_orphan(messages: list[Message]) -> None:
     assert pair_violations(view) == []
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_nothing_from_after_the_current_user_message_is_placed_before_it(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -88,7 +88,7 @@ def test_nothing_from_after_the_current_user_message_is_placed_before_it(message
     assert summary_kind(view[view.index(plan.current) + 1]) == PROGRESS if plan.steps else True
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -106,7 +106,7 @@ def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: l
     assert view[len(plan.system)].content == "A", "the history summary sits right after the system messages"
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(conversation())
 def test_a_pending_call_is_never_folded(messages: list[Message]) -> None:
     plan = plan_fold(messages)

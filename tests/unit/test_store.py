@@ -15,7 +15,7 @@ from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pai
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
 from agno_compression._store import TABLE_NAME
 from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
-from tests.strategies import conversation
+from tests.strategies import conversation, examples
 
 
 def row(session: str, ids: list[str], summary: str | None = "s", **kw: Any) -> CompressionRecord:
@@ -125,7 +125,7 @@ def test_for_agno_db_uses_the_postgres_schema(pg_schema: PgTarget) -> None:  # n
 # --- filter_folded: pure and pair-safe -------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversation(), st.data(), st.one_of(st.none(), st.text(min_size=1, max_size=20)))
 def test_filter_folded_properties(msgs: list[Message], data: st.DataObject, summary: str | None) -> None:
     ids = [m.id for m in msgs]
