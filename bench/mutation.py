@@ -185,6 +185,9 @@ def _scratch(name: str, target: Target) -> Path:
         f'only_mutate = ["{target.module}"]\n'
         f"pytest_add_cli_args = {_toml_list(['-x', '-q', '-p', 'no:cacheprovider'])}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
+        # fork each mutant's run from a process that ran no test: module-level caches (the fixed stream classes)
+        # filled by the clean run would otherwise hide mutants of the code that fills them
+        'process_isolation = "forkserver"\n'
     )
     pyproject = re.sub(r"\[tool\.mutmut\]\n(?:[^\[].*\n|\n)*", "", pyproject) + "\n" + section
     (where / "pyproject.toml").write_text(pyproject)
