@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -115,10 +116,11 @@ def test_mask_alone_keeps_assistant_turns_and_masks_outputs(tmp_path: Path) -> N
     assert [m.content for m in stored_messages(agent.db, "s1") if m.role == "tool"] == produced  # type: ignore[arg-type]
 
 
-def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_path: Path, mode: str) -> None:
     manager = CompressionManager(compress_at_tokens=BUDGET, summarizer="llm")
     agent, model, _ = make_agent(tmp_path, manager)
-    output = agent.run("Read every chunk of the build log.")
+    output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert isinstance(manager.strategy.summarizer, LLMSummarizer)
     assert manager.strategy.summarizer.model is model
     summaries = [m for r in model.requests for m in r.messages if is_summary(m)]
@@ -329,3 +331,64 @@ def test_kept_messages_over_the_budget_do_not_fold_on_every_call(tmp_path: Path)
     # between the budget and the target (1,800 tokens here, more than the whole run adds)
     assert calls == 17 and all(r.prompt_tokens > BUDGET for r in model.requests)
     assert len(summary_folds) <= 1, f"{len(summary_folds)} folds in {calls} model calls"
+
+
+def _grow_and_fold(manager: CompressionManager, batches: int = 10) -> tuple[list[Message], list[Message]]:
+    """A live list grown one tool batch per model call, folded by the manager as agno would; (live, everything)."""
+    live = [Message(role="system", content="You read build logs."), Message(role="user", content="read them all")]
+    everything = list(live)
+    for i in range(batches):
+        if manager.should_compress(live, None):
+            manager.compress(live)
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_chunk", "arguments": "{}"}}
+        new = [
+            Message(role="assistant", content=f"chunk {i}", tool_calls=[call]),
+            Message(role="tool", tool_call_id=f"c{i}", content=f"chunk {i}: " + "compiling ok\n" * 150),
+        ]
+        if i == 3:  # what agno adds for the model only (retry guidance): never stored
+            new.append(Message(role="user", content="try again", add_to_agent_memory=False))
+        live += new
+        everything += new
+    answer = Message(role="assistant", content="All chunks read.")  # after the last fold, seen only by the hook
+    live.append(answer)
+    everything.append(answer)
+    return live, everything
+
+
+@pytest.mark.parametrize("with_context", [True, False])
+def test_the_post_hook_puts_every_folded_message_back_in_order(with_context: bool) -> None:
+    from agno.run.agent import RunOutput
+
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    live, everything = _grow_and_fold(manager)
+    assert manager.stats["folds"] >= 2 and len(live) < len(everything), "the run must have folded"
+    output = RunOutput(run_id="r", messages=list(live))
+    # without the run context the manager finds the run by the messages it has seen
+    manager.restore_run_messages(output, SimpleNamespace(messages=live) if with_context else None)
+    expected = [m for m in everything if m.add_to_agent_memory]
+    assert [id(m) for m in output.messages or []] == [id(m) for m in expected]
+    assert not any(is_summary(m) for m in output.messages or [])
+    # the run's state is gone: a second call (agno calls hooks once, but a retried hook must not duplicate) is a no-op
+    again = RunOutput(run_id="r", messages=list(live))
+    manager.restore_run_messages(again, SimpleNamespace(messages=live))
+    assert [id(m) for m in again.messages or []] == [id(m) for m in live]
+
+
+def test_the_post_hook_never_breaks_a_run(caplog: pytest.LogCaptureFixture) -> None:
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    live, _ = _grow_and_fold(manager)
+
+    class Unwritable:
+        """A run output whose messages cannot be replaced."""
+
+        @property
+        def messages(self) -> list[Message]:
+            return live
+
+        @messages.setter
+        def messages(self, value: Any) -> None:
+            raise RuntimeError("read-only run output")
+
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        manager.restore_run_messages(Unwritable(), SimpleNamespace(messages=live))
+    assert any("could not restore folded messages" in r.message for r in caplog.records)

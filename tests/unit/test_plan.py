@@ -256,3 +256,51 @@ def test_pair_violations_reports_orphans_and_missing_results() -> None:
     orphan = Message(role="tool", tool_call_id="zzz", content="?")
     kinds = [v.kind for v in pair_violations([orphan, call, later])]
     assert kinds == ["orphan_result", "missing_result"]
+
+
+def test_messages_agno_adds_after_tool_results_are_not_the_run_input() -> None:
+    """A temporary message, and a chain of carriers after results (media, then retry guidance), belong to the batch;
+    a summary between them changes nothing. Without such messages the run's input is the newest user message."""
+    user = Message(role="user", content="go")
+    media = Message(role="user", content="The tool call above generated the attached media.")
+    guidance = Message(role="user", content="retry with a smaller page")
+    note = Message(role="user", content="note for this call only", temporary=True)
+    first = [Message(role="system", content="s"), user, _call(1), _result(1)]
+    assert find_current_user([*first, media, guidance]) == 1
+    assert find_current_user([*first, media, make_summary_message("B", PROGRESS), guidance]) == 1
+    assert find_current_user([Message(role="system", content="s"), user, note]) == 1, "temporary: not the input"
+    # the look-back stops at the first message: a summary there is skipped, nothing wraps around to the end
+    assert find_current_user([make_summary_message("A"), user, _call(1), _result(1)]) == 1
+    later = Message(role="user", content="and then this")
+    assert find_current_user([Message(role="system", content="s"), user, later]) == 2
+    history = Message(role="user", content="old", from_history=True)
+    assert find_current_user([history]) is None
+
+
+def test_unchanged_view_keeps_the_summaries_in_context_and_drops_nothing() -> None:
+    a = make_summary_message("A")
+    b = make_summary_message("B", PROGRESS)
+    user = Message(role="user", content="go")
+    messages = [Message(role="system", content="s"), a, user, b, _call(1), _result(1)]
+    plan = plan_fold(messages)
+    assert not plan.has_work
+    assert plan.unchanged_view() == messages
+    # once a span is folded its summary is absorbed: the unchanged view leaves it out
+    folding = plan_fold([*messages, _call(2), _result(2)])
+    assert folding.steps and [m.content for m in folding.unchanged_view()][:3] == ["s", "A", "go"]
+    assert b not in folding.unchanged_view()
+
+
+def test_pair_violations_name_the_message_and_the_call() -> None:
+    orphan = Message(role="tool", tool_call_id="zzz", content="?")
+    call = Message(role="assistant", tool_calls=[{"id": "a", "function": {"name": "x", "arguments": "{}"}}])
+    later = Message(role="assistant", tool_calls=[{"id": "b", "function": {"name": "x", "arguments": "{}"}}])
+    last = Message(role="assistant", tool_calls=[{"id": "c", "function": {"name": "x", "arguments": "{}"}}])
+    found = pair_violations([orphan, call, later, last])
+    assert [(v.index, v.kind, v.call_id) for v in found] == [
+        (0, "orphan_result", "zzz"),
+        (1, "missing_result", "a"),
+        (2, "missing_result", "b"),
+    ], "every unanswered call but the last is reported, with its index and id"
+    strict = pair_violations([orphan, call, later, last], allow_pending_last=False)
+    assert [(v.index, v.call_id) for v in strict][-1] == (3, "c")
