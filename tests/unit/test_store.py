@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, inspect, text
 
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pair_violations
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
-from agno_compression._store import TABLE_NAME
+from agno_compression._store import TABLE_NAME, load_counted, stored_ids_of
 from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
 from tests.strategies import conversation, examples
 
@@ -171,3 +171,53 @@ def test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest() -> None:
     # a current-run message with a folded id is never dropped
     same = Message(role="user", content="now", id=old_user.id)
     assert filter_folded([same], {same.id}, None) == [same]
+
+
+def test_rows_count_only_when_their_run_or_every_folded_message_was_stored(store: SQLAlchemyStore) -> None:
+    """A run killed before agno stored it leaves rows behind: they must not filter or summarise later runs."""
+    store.record(row("s", ["m1", "m2"], "run stored", run_id="r1", tokens_before=900, tokens_after=300))
+    second = store.record(row("s", ["m3"], "messages stored", run_id="r-lost", tokens_before=500, tokens_after=450))
+    store.record(row("s", ["m4", "m9"], "half stored", run_id="r-dead", tokens_before=100, tokens_after=300))
+    store.record(row("s", ["m5"], None, run_id="r1"))  # no summary: the newest one with text stays the summary
+    stored = frozenset({"r1", "m3", "m4"})
+    counted = store.load("s", stored_ids=stored)
+    assert counted.folded_ids == {"m1", "m2", "m3", "m5"}
+    assert counted.summary == "messages stored" and counted.folds == 3
+    assert counted.tokens_saved == 650 and counted.newest_id is not None and counted.newest_id > second
+    every = store.load("s")
+    assert every.folded_ids == {"m1", "m2", "m3", "m4", "m5", "m9"} and every.folds == 4
+    assert every.summary == "half stored" and every.tokens_saved == 650, "a fold that grew the prompt saves 0"
+    assert load_counted(store, "s", stored) == counted and load_counted(store, "s", None) == every
+
+    class EventsOnly:
+        """Any other CompressionStore: counted from its events."""
+
+        def load(self, session_id: str) -> Any:
+            raise AssertionError("rows must be counted one by one")
+
+        def events(self, session_id: str) -> list[CompressionRecord]:
+            return store.events(session_id)
+
+    assert load_counted(EventsOnly(), "s", stored) == counted  # type: ignore[arg-type]
+
+
+def test_stored_ids_are_the_runs_and_messages_agno_loaded() -> None:
+    from agno.run.agent import RunOutput
+    from agno.session import AgentSession
+
+    asked, answered = Message(role="user", content="a"), Message(role="assistant", content="b")
+    delegated = Message(role="assistant", content="member work")
+    member = RunOutput(run_id="member-run", parent_run_id="r1", messages=[delegated])
+    session = AgentSession(session_id="s", runs=[RunOutput(run_id="r1", messages=[asked, answered]), member])
+    history = Message(role="user", content="loaded", from_history=True)
+    new = Message(role="user", content="this run")
+    assert stored_ids_of(session, [history, new]) == {
+        "r1",
+        "member-run",
+        asked.id,
+        answered.id,
+        delegated.id,
+        history.id,
+    }
+    assert stored_ids_of(None) is None
+    assert stored_ids_of(AgentSession(session_id="s", runs=[])) is None, "nothing loaded: nothing to check against"
