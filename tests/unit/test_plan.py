@@ -11,6 +11,7 @@ from agno_compression._plan import (
     HISTORY,
     PROGRESS,
     call_ids,
+    filter_folded,
     find_current_user,
     is_summary,
     make_summary_message,
@@ -304,3 +305,46 @@ def test_pair_violations_name_the_message_and_the_call() -> None:
     ], "every unanswered call but the last is reported, with its index and id"
     strict = pair_violations([orphan, call, later, last], allow_pending_last=False)
     assert [(v.index, v.call_id) for v in strict][-1] == (3, "c")
+
+
+def test_ids_of_calls_and_results_skip_entries_without_one() -> None:
+    no_id = {"type": "function", "function": {"name": "x", "arguments": "{}"}}
+    assert call_ids(Message(role="assistant", tool_calls=[no_id, {"id": "a", "function": {}}])) == ["a"]
+    assert result_ids(Message(role="tool", content="x")) == set(), "no call id: answers nothing"
+    gemini = Message(role="tool", content="x", tool_calls=[{"content": "r"}, {"tool_call_id": "g1", "content": "r"}])
+    assert result_ids(gemini) == {"g1"}
+
+
+def test_only_our_marker_makes_a_summary() -> None:
+    other = Message(role="user", content="x", custom_field="set by another library")
+    assert not is_summary(other) and summary_kind(other) is None
+    odd = Message(role="user", content="s")
+    odd.agno_compression_summary = True  # an older marker value: a history summary
+    assert is_summary(odd) and summary_kind(odd) == HISTORY
+
+
+def test_a_run_without_user_input_keeps_its_last_batch() -> None:
+    """A list input with no user message: the last batch is found even at the very start of the list."""
+    messages = [_call(1), _result(1), Message(role="assistant", content="done")]
+    plan = plan_fold(messages)
+    assert plan.current is None and plan.kept == tuple(messages) and not plan.has_work
+    pending = Message(role="assistant", tool_calls=[{"id": "p", "function": {"name": "approve", "arguments": "{}"}}])
+    assert plan_fold([Message(role="system", content="s"), pending]).kept == (pending,)
+    assert find_current_user([]) is None
+
+
+def test_a_progress_summary_is_never_also_a_kept_message() -> None:
+    b = make_summary_message("B", PROGRESS)
+    reply = Message(role="assistant", content="answer")
+    user = Message(role="user", content="go")
+    plan = plan_fold([Message(role="system", content="s"), user, b, reply])
+    assert plan.kept == (reply,) and plan.progress_summary is b
+    assert [m.content for m in plan.unchanged_view()] == ["s", "go", "B", "answer"]
+
+
+def test_filter_folded_puts_the_summary_after_every_system_message() -> None:
+    system = [Message(role="system", content="s"), Message(role="developer", content="d")]
+    out = filter_folded([*system, Message(role="user", content="go")], [], "S")
+    assert [m.content for m in out] == ["s", "d", "S", "go"]
+    only_system = filter_folded(system, [], "S")
+    assert [m.content for m in only_system] == ["s", "d", "S"]
