@@ -221,3 +221,18 @@ def test_stored_ids_are_the_runs_and_messages_agno_loaded() -> None:
     }
     assert stored_ids_of(None) is None
     assert stored_ids_of(AgentSession(session_id="s", runs=[])) is None, "nothing loaded: nothing to check against"
+
+
+def test_stored_ids_of_a_workflow_session_hold_the_workflow_and_step_runs() -> None:
+    """A workflow keeps its agents' runs inside each workflow run; a member run names a parent stored elsewhere."""
+    from agno.run.agent import RunOutput
+    from agno.run.workflow import WorkflowRunOutput
+    from agno.session import WorkflowSession
+
+    said = Message(role="assistant", content="step output")
+    step = RunOutput(run_id="step-run", messages=[said])
+    member = RunOutput(run_id="member-run", parent_run_id="team-run", messages=[])
+    session = WorkflowSession(
+        session_id="w", runs=[WorkflowRunOutput(run_id="workflow-run", step_executor_runs=[step, member])]
+    )
+    assert stored_ids_of(session) == {"workflow-run", "step-run", "member-run", "team-run", said.id}
