@@ -102,6 +102,8 @@ def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
         store.record(row("s", ["a"]))
     with pytest.raises(StoreError):
         store.load("s")
+    with pytest.raises(StoreError, match="cannot read compression records of session 's'"):
+        store.events("s")
 
 
 def test_for_agno_db_needs_a_sql_engine() -> None:
@@ -188,6 +190,8 @@ def test_rows_count_only_when_their_run_or_every_folded_message_was_stored(store
     assert every.folded_ids == {"m1", "m2", "m3", "m4", "m5", "m9"} and every.folds == 4
     assert every.summary == "half stored" and every.tokens_saved == 650, "a fold that grew the prompt saves 0"
     assert load_counted(store, "s", stored) == counted and load_counted(store, "s", None) == every
+    none = store.load("s", stored_ids=frozenset())  # agno stored nothing of these runs: no row counts
+    assert (none.folded_ids, none.summary, none.folds, none.newest_id) == (frozenset(), None, 0, None)
 
     class EventsOnly:
         """Any other CompressionStore: counted from its events."""
