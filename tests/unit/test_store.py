@@ -100,7 +100,7 @@ def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
     store = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'not-a-dir' / 'x.db'}")
     with pytest.raises(StoreError):
         store.record(row("s", ["a"]))
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError, match="cannot read compression records of session 's'"):
         store.load("s")
     with pytest.raises(StoreError, match="cannot read compression records of session 's'"):
         store.events("s")
@@ -177,18 +177,20 @@ def test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest() -> None:
 
 def test_rows_count_only_when_their_run_or_every_folded_message_was_stored(store: SQLAlchemyStore) -> None:
     """A run killed before agno stored it leaves rows behind: they must not filter or summarise later runs."""
+    fresh = store.load("s")  # no table yet
+    assert (fresh.folded_ids, fresh.summary, fresh.folds) == (frozenset(), None, 0)
     store.record(row("s", ["m1", "m2"], "run stored", run_id="r1", tokens_before=900, tokens_after=300))
     second = store.record(row("s", ["m3"], "messages stored", run_id="r-lost", tokens_before=500, tokens_after=450))
     store.record(row("s", ["m4", "m9"], "half stored", run_id="r-dead", tokens_before=100, tokens_after=300))
-    store.record(row("s", ["m5"], None, run_id="r1"))  # no summary: the newest one with text stays the summary
+    store.record(row("s", ["m5"], None, run_id="r1", tokens_before=40))  # no summary: the newest with text stays
     stored = frozenset({"r1", "m3", "m4"})
     counted = store.load("s", stored_ids=stored)
     assert counted.folded_ids == {"m1", "m2", "m3", "m5"}
     assert counted.summary == "messages stored" and counted.folds == 3
-    assert counted.tokens_saved == 650 and counted.newest_id is not None and counted.newest_id > second
+    assert counted.tokens_saved == 690 and counted.newest_id is not None and counted.newest_id > second
     every = store.load("s")
     assert every.folded_ids == {"m1", "m2", "m3", "m4", "m5", "m9"} and every.folds == 4
-    assert every.summary == "half stored" and every.tokens_saved == 650, "a fold that grew the prompt saves 0"
+    assert every.summary == "half stored" and every.tokens_saved == 690, "a fold that grew the prompt saves 0"
     assert load_counted(store, "s", stored) == counted and load_counted(store, "s", None) == every
     none = store.load("s", stored_ids=frozenset())  # agno stored nothing of these runs: no row counts
     assert (none.folded_ids, none.summary, none.folds, none.newest_id) == (frozenset(), None, 0, None)
