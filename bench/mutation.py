@@ -205,6 +205,8 @@ def _scratch(name: str, target: Target) -> Path:
     """A copy of the repository whose ``[tool.mutmut]`` names this target (mutmut's cache kept between runs)."""
     where = SCRATCH / name
     keep = where / "mutants"
+    if keep.exists() and not (keep / "mutmut-stats.json").exists():
+        shutil.rmtree(keep)  # a run stopped while mutmut generated mutants: its half-written copies are not a cache
     ignore = shutil.ignore_patterns(
         ".git", ".mutation", "mutants", ".venv", "__pycache__", ".*_cache", ".hypothesis", "out", "*.db"
     )
