@@ -118,7 +118,6 @@ TARGETS = {
                 "test_the_post_hook_puts_every_folded_message_back_in_order",
                 "test_the_post_hook_never_breaks_a_run",
                 "test_long_loop_stays_under_budget_and_loses_nothing[extractive-sync]",
-                "test_long_loop_stays_under_budget_and_loses_nothing[pipeline-async]",
             )
         ),
     ),
