@@ -505,3 +505,92 @@ def test_large_json_is_parsed_beyond_the_literal_limit() -> None:
     out = truncate_output(text)
     assert out.startswith("[list with 200,000 items")
     assert '"item_199999"' in out
+
+
+# --------------------------------------------------------------------------- exact outputs (the format is a promise)
+
+
+def _log(indices: range) -> str:
+    return "".join(f"line {i:03d}: value={i * 7}\n" for i in indices)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "head", "notice", "tail"),
+    [
+        (
+            {},
+            range(8),
+            "8,240 chars in 400 lines; showing the first 8 lines and the last 7 lines; omitted 7,943 chars "
+            "(385 whole lines)",
+            range(393, 400),
+        ),
+        (
+            {"head_chars": 100},
+            range(5),
+            "8,240 chars in 400 lines; showing the first 5 lines and the last 7 lines; omitted 8,000 chars "
+            "(388 whole lines)",
+            range(393, 400),
+        ),
+        (
+            {"head_chars": 50, "tail_chars": 200},
+            range(2),
+            "8,240 chars in 400 lines; showing the first 2 lines and the last 9 lines; omitted 8,015 chars "
+            "(389 whole lines)",
+            range(391, 400),
+        ),
+    ],
+)
+def test_text_is_cut_exactly_at_lines_with_its_notice(
+    kwargs: dict[str, int], head: range, notice: str, tail: range
+) -> None:
+    out = truncate_output(_log(range(400)), 300, **kwargs)
+    assert out == _log(head) + f"[... output truncated: {notice} ...]\n" + _log(tail)
+
+
+@pytest.mark.parametrize(
+    ("text", "head", "notice", "tail"),
+    [
+        ("x" * 5000, "x" * 100, "5,000 chars in 1 line; showing the first 100 chars and the last 100 chars; omitted "
+         "4,800 chars", "x" * 100),
+        ("e\u0301" * 1000, "e\u0301" * 50, "2,000 chars in 1 line; showing the first 100 chars and the last 100 "
+         "chars; omitted 1,800 chars", "e\u0301" * 50),
+        ("ab👩‍👩‍👧‍👦" * 300, "ab👩‍👩‍👧‍👦" * 11 + "a", "2,700 chars in 1 line; showing the first 100 chars and "
+         "the last 99 chars; omitted 2,501 chars", "ab👩‍👩‍👧‍👦" * 11),
+        ("\U0001f1fa\U0001f1f3" * 500, "\U0001f1fa\U0001f1f3" * 50, "1,000 chars in 1 line; showing the first 100 "
+         "chars and the last 100 chars; omitted 800 chars", "\U0001f1fa\U0001f1f3" * 50),
+        ("a\ufe0f" * 900, "a\ufe0f" * 50, "1,800 chars in 1 line; showing the first 100 chars and the last 100 chars; "
+         "omitted 1,600 chars", "a\ufe0f" * 50),
+        ("x" * 99 + "\u200d" + "y" * 1000, "x" * 98, "1,100 chars in 1 line; showing the first 98 chars and the last "
+         "100 chars; omitted 902 chars", "y" * 100),
+    ],
+)  # fmt: skip
+def test_one_long_line_is_cut_exactly_at_characters_never_inside_a_cluster(
+    text: str, head: str, notice: str, tail: str
+) -> None:
+    assert truncate_output(text, 200) == f"{head}\n[... output truncated: {notice} ...]\n{tail}"
+
+
+def test_a_table_is_cut_exactly_at_rows_under_its_header() -> None:
+    rows = [f"{i},user_{i},{i % 100}\n" for i in range(300)]
+    out = truncate_output("id,name,score\n" + "".join(rows), 300)
+    notice = (
+        "[... table truncated: 4,564 chars, a header and 300 rows; showing the header and the first 11 rows and the "
+        "last 9 rows; omitted 4,282 chars (280 whole rows) ...]\n"
+    )
+    assert out == "id,name,score\n" + "".join(rows[:11]) + notice + "".join(rows[291:])
+
+
+def test_structures_are_rendered_exactly() -> None:
+    rows = [{"id": i, "tags": ["a" * 40] * 5} for i in range(40)]
+    value = {"name": "n" * 500, "rows": rows, "ok": True, "none": None}
+    assert truncate_output(json.dumps(value), 400) == (
+        "[dict with 4 keys (10,218 chars); long values shortened]\n{\n"
+        f'  "name": "{"n" * 108}"...(+392 chars),\n'
+        '  "rows": [{...}, {...}, {...}, {...}, {...}, {...}, {...}, {...}, ... 30 more items ..., {...}, {...}],\n'
+        '  "ok": true,\n  "none": null\n}'
+    )
+    python = str({"k": ("t" * 300, b"b" * 300, 1.5, None)})
+    assert truncate_output(python, 250) == (
+        "[dict with 1 key (627 chars); long values shortened]\n{\n"
+        f"  'k': ('{'t' * 50}'...(+250 chars), b'{'b' * 49}'...(+251 bytes), 1.5, None)\n}}"
+    )
