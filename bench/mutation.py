@@ -242,8 +242,11 @@ def _scratch(name: str, target: Target) -> Path:
 def run(name: str, target: Target, survivors: bool = False) -> dict[str, int]:
     report = OUT / f"mutation-{name}.txt"
     names = list(target.functions)
-    if survivors and report.exists():  # re-check only what the last run left alive (after adding tests)
-        names = [line.rsplit(": ", 1)[0] for line in report.read_text().splitlines() if not line.endswith(": killed")]
+    before: dict[str, str] = {}
+    if survivors and report.exists():
+        # re-check only what the last run left alive (after adding tests); the rest keeps its status
+        before = dict(line.rsplit(": ", 1) for line in report.read_text().splitlines())
+        names = [key for key, status in before.items() if status != "killed"]
         if not names:
             names = list(target.functions)
     where = _scratch(name, target)
@@ -258,6 +261,8 @@ def run(name: str, target: Target, survivors: bool = False) -> dict[str, int]:
     for line in listing.splitlines():
         key, _, status = line.strip().rpartition(": ")
         if key and any(_matches(key, glob) for glob in target.functions):
+            if status == "not checked" and key in before:
+                status = before[key]  # not re-run this time (a changed test selection resets mutmut's cache)
             rows.append((key, status))
     OUT.mkdir(parents=True, exist_ok=True)
     report.write_text("".join(f"{k}: {s}\n" for k, s in sorted(rows)))
