@@ -269,6 +269,7 @@ def test_messages_agno_adds_after_tool_results_are_not_the_run_input() -> None:
     first = [Message(role="system", content="s"), user, _call(1), _result(1)]
     assert find_current_user([*first, media, guidance]) == 1
     assert find_current_user([*first, media, make_summary_message("B", PROGRESS), guidance]) == 1
+    assert find_current_user([*first, make_summary_message("B", PROGRESS), guidance]) == 1, "look back one by one"
     assert find_current_user([Message(role="system", content="s"), user, note]) == 1, "temporary: not the input"
     # the look-back stops at the first message: a summary there is skipped, nothing wraps around to the end
     assert find_current_user([make_summary_message("A"), user, _call(1), _result(1)]) == 1
@@ -290,6 +291,9 @@ def test_unchanged_view_keeps_the_summaries_in_context_and_drops_nothing() -> No
     folding = plan_fold([*messages, _call(2), _result(2)])
     assert folding.steps and [m.content for m in folding.unchanged_view()][:3] == ["s", "A", "go"]
     assert b not in folding.unchanged_view()
+    old = Message(role="user", content="old", from_history=True)
+    with_history = plan_fold([Message(role="system", content="s"), a, old, user])
+    assert with_history.history == (old,) and a not in with_history.unchanged_view(), "an absorbed summary goes"
 
 
 def test_pair_violations_name_the_message_and_the_call() -> None:
