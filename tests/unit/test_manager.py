@@ -171,8 +171,43 @@ def test_failing_summarizer_falls_back_to_extractive(
     assert output.content.endswith("All chunks read.")
     check_requests(model, BUDGET, "Read every chunk of the build log.")
     assert manager.stats["summarizer_failures"] == broken.calls >= 1  # one try per fold, no retry loop
-    assert any("falling back" in r.message or "using the extractive summary" in r.message for r in caplog.records)
-    assert all(e.strategy == f"{broken.name}->extractive" for e in manager.events if e.summary)
+    warnings = [r.message for r in caplog.records if "using the extractive summary" in r.message]
+    assert len(warnings) == broken.calls and all(f"'{broken.name}'" in w for w in warnings)
+    if how == "raise":  # the summarizer's own error is what the warning names
+        assert all("provider exploded" in w for w in warnings)
+    folds = [e for e in manager.events if e.summary]
+    assert folds and all(e.strategy == f"{broken.name}->extractive" for e in folds)
+
+
+class EchoSummarizer:
+    """A working custom summarizer (no model): its summaries must be used as they are, in every mode."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request: Any) -> Any:
+        from agno_compression import Summary
+
+        self.calls += 1
+        return Summary(text=f"echo: {len(request.messages)} messages folded", strategy=self.name)
+
+    async def asummarize(self, request: Any) -> Any:
+        return self.summarize(request)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_working_custom_summarizer_is_used_as_it_is(tmp_path: Path, mode: str) -> None:
+    echo = EchoSummarizer()
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=echo)
+    agent, model, _ = make_agent(tmp_path, manager)
+    run_in_mode(agent, "Read every chunk of the build log.", mode)
+    folds = [e for e in manager.events if e.summary]
+    assert folds and echo.calls == len(folds) and manager.stats["summarizer_failures"] == 0
+    assert all(e.strategy == "echo" and "messages folded" in (e.summary or "") for e in folds)
+    sent = [m for r in model.requests for m in r.messages if is_summary(m)]
+    assert sent and all(str(m.content).startswith("echo: ") for m in sent)
 
 
 def test_one_giant_tool_output_is_shortened_in_context_only(tmp_path: Path) -> None:
