@@ -1,7 +1,7 @@
 """Mutation testing of the core promises with mutmut 3, one module at a time (docs/mutation.md).
 
     pip install -e '.[test,mutation]'
-    python bench/mutation.py                 # every target, about 25 minutes on 2 CPUs
+    python bench/mutation.py                 # every target (about 47 minutes here, on 2 shared CPUs)
     python bench/mutation.py plan metrics    # some targets
     python bench/mutation.py --list          # the targets, their functions and tests
     python bench/mutation.py --survivors plan  # after adding tests: re-run what the last run left alive
