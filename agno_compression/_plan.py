@@ -148,7 +148,7 @@ def _is_attachment(messages: Sequence[Message], i: int) -> bool:
             continue
         if previous.from_history:  # the run's input follows history, whatever the history ends with
             return False
-        if previous.role == "tool":
+        if previous.role == "tool":  # agno appends a carrier right after its own run's results
             return True
         return previous.role == "user" and not previous.from_history and _is_attachment(messages, j)
     return False

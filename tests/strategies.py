@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from typing import Any
 
@@ -13,6 +14,16 @@ from hypothesis import strategies as st
 from agno_compression._plan import PROGRESS, make_summary_message
 
 MEDIA = Image(url="https://example.com/chart.png")
+
+
+def examples(n: int) -> int:
+    """``n`` Hypothesis examples, at most ``AGNO_COMPRESSION_MAX_EXAMPLES`` when set.
+
+    ``bench/mutation.py`` runs each test once per mutant; the properties still run there, on fewer examples.
+    """
+    cap = os.environ.get("AGNO_COMPRESSION_MAX_EXAMPLES")
+    return min(n, int(cap)) if cap else n
+
 
 TEXT = st.one_of(
     st.none(),
@@ -79,19 +90,28 @@ def conversation(draw: Any) -> list[Message]:
     msgs: list[Message] = []
     if draw(st.booleans()):
         msgs.append(Message(role="system", content=draw(TEXT)))
-    for _ in range(draw(st.integers(0, 3))):
+    runs = draw(st.integers(0, 3))
+    for run in range(runs):
         msgs.append(Message(role="user", content=draw(CONTENT), from_history=True))
         for _ in range(draw(st.integers(0, 2))):
             msgs += draw(batch(counter, history=True))
-        msgs.append(Message(role="assistant", content=draw(TEXT), from_history=True))
+        if run == runs - 1 and draw(st.integers(0, 4)) == 0:
+            # the previous run ended waiting for a result (human approval): a pending call before the current user
+            msgs += draw(batch(counter, history=True, pending=True))
+        else:
+            msgs.append(Message(role="assistant", content=draw(TEXT), from_history=True))
     if draw(st.booleans()):
         msgs.insert(1 if msgs and msgs[0].role == "system" else 0, make_summary_message("old summary"))
     if draw(st.integers(0, 5)):  # most runs start with the user's input; some (a list input) do not
         msgs.append(Message(role="user", content=draw(CONTENT)))
         if draw(st.integers(0, 4)) == 0:
             msgs.append(make_summary_message("progress so far", PROGRESS))
+    late: list[Message] = []
     for _ in range(draw(st.integers(0, 5))):
-        msgs += draw(batch(counter, history=False))
+        this = draw(batch(counter, history=False))
+        hold = draw(st.integers(0, 3)) == 0  # this batch's last result arrives late, after the next batch's
+        msgs += (this[:-1] if hold else this) + late
+        late = this[-1:] if hold else []
         if draw(st.integers(0, 3)) == 0:
             # what agno appends after tool results that returned media: a user message carrying it
             msgs.append(
@@ -99,6 +119,7 @@ def conversation(draw: Any) -> list[Message]:
             )
         if draw(st.integers(0, 9)) == 0:
             msgs.append(Message(role=draw(st.sampled_from(["function", "observer", "assistant"])), content="odd"))
+    msgs += late
     if draw(st.integers(0, 6)) == 0:
         msgs.append(Message(role="assistant", content=draw(TEXT)))  # a reply after the last batch (LangMem's shape)
     if draw(st.integers(0, 4)) == 0:

@@ -180,6 +180,10 @@ def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, requ
     check_session(model, log, events, run_starts)
     assert all(e.owner_type == "agent" and e.owner_id == agent.id and e.run_id for e in events)
     assert len({e.run_id for e in events}) == 3
+    # Filtered on load, a folded message never reaches a later run's live list, so it is never folded twice
+    # (unfiltered, each run's first call would fold the same history again and still send a valid request).
+    folded = [i for e in events for i in e.folded_ids]
+    assert len(folded) == len(set(folded)), "a message was folded again: the history was not filtered on load"
     # Nothing lost: every message, byte for byte, in order.
     stored = full_messages(db, "three-runs")
     expected: list[tuple[str, str]] = []

@@ -157,14 +157,14 @@ def current_user(messages: Sequence[Message]) -> int | None:
             continue
         if m.role == "user" and not m.from_history and not after_tools and not m.temporary:
             found = i
-        after_tools = (m.role == "tool" and not m.from_history) or (
-            after_tools and m.role == "user" and not m.from_history
-        )
+        tool_of_this_run = m.role == "tool" and not m.from_history  # a history result has no carrier in this run
+        after_tools = tool_of_this_run or (after_tools and m.role == "user" and not m.from_history)
     return found
 
 
 def must_stay(messages: Sequence[Message]) -> list[Message]:
-    """System, current user, the last tool batch of this run (call + its results), the pending last caller."""
+    """System, current user, the last tool batch of this run (call + its results), the pending last caller with the
+    results that did arrive for it."""
     keep = [m for m in messages if m.role in SYSTEM_ROLES]
     cu = current_user(messages)
     callers = [i for i, m in enumerate(messages) if call_ids(m)]
@@ -180,6 +180,7 @@ def must_stay(messages: Sequence[Message]) -> list[Message]:
         answered = {c for m in messages[callers[-1] + 1 :] for c in result_ids(m)}
         if any(c not in answered for c in call_ids(last)):
             keep.append(last)
+            keep += [m for m in messages[callers[-1] + 1 :] if result_ids(m) & set(call_ids(last))]
     return keep
 
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -115,10 +116,11 @@ def test_mask_alone_keeps_assistant_turns_and_masks_outputs(tmp_path: Path) -> N
     assert [m.content for m in stored_messages(agent.db, "s1") if m.role == "tool"] == produced  # type: ignore[arg-type]
 
 
-def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_path: Path, mode: str) -> None:
     manager = CompressionManager(compress_at_tokens=BUDGET, summarizer="llm")
     agent, model, _ = make_agent(tmp_path, manager)
-    output = agent.run("Read every chunk of the build log.")
+    output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert isinstance(manager.strategy.summarizer, LLMSummarizer)
     assert manager.strategy.summarizer.model is model
     summaries = [m for r in model.requests for m in r.messages if is_summary(m)]
@@ -156,20 +158,56 @@ class BrokenSummarizer:
         return self.summarize(request)
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])  # two code paths: a worker thread, an awaited future
 @pytest.mark.parametrize("how", ["raise", "empty", "garbage", "hang"])
 def test_failing_summarizer_falls_back_to_extractive(
-    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, how: str, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     broken = BrokenSummarizer(how)
     manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=broken, summarizer_timeout=0.3)
     agent, model, _produced = make_agent(tmp_path, manager)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
-        output = agent.run("Read every chunk of the build log.")
+        output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert output.content.endswith("All chunks read.")
     check_requests(model, BUDGET, "Read every chunk of the build log.")
     assert manager.stats["summarizer_failures"] == broken.calls >= 1  # one try per fold, no retry loop
-    assert any("falling back" in r.message or "using the extractive summary" in r.message for r in caplog.records)
-    assert all(e.strategy == f"{broken.name}->extractive" for e in manager.events if e.summary)
+    warnings = [r.message for r in caplog.records if "using the extractive summary" in r.message]
+    assert len(warnings) == broken.calls and all(f"'{broken.name}'" in w for w in warnings)
+    if how == "raise":  # the summarizer's own error is what the warning names
+        assert all("provider exploded" in w for w in warnings)
+    folds = [e for e in manager.events if e.summary]
+    assert folds and all(e.strategy == f"{broken.name}->extractive" for e in folds)
+
+
+class EchoSummarizer:
+    """A working custom summarizer (no model): its summaries must be used as they are, in every mode."""
+
+    name = "echo"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request: Any) -> Any:
+        from agno_compression import Summary
+
+        self.calls += 1
+        return Summary(text=f"echo: {len(request.messages)} messages folded", strategy=self.name)
+
+    async def asummarize(self, request: Any) -> Any:
+        return self.summarize(request)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_working_custom_summarizer_is_used_as_it_is(tmp_path: Path, mode: str) -> None:
+    echo = EchoSummarizer()
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=echo)
+    agent, model, _ = make_agent(tmp_path, manager)
+    run_in_mode(agent, "Read every chunk of the build log.", mode)
+    folds = [e for e in manager.events if e.summary]
+    assert folds and echo.calls == len(folds) and manager.stats["summarizer_failures"] == 0
+    assert all(e.strategy == "echo" and "messages folded" in (e.summary or "") for e in folds)
+    sent = [m for r in model.requests for m in r.messages if is_summary(m)]
+    assert sent and all(str(m.content).startswith("echo: ") for m in sent)
 
 
 def test_one_giant_tool_output_is_shortened_in_context_only(tmp_path: Path) -> None:
@@ -322,3 +360,92 @@ def test_an_empty_summary_is_never_sent(tmp_path: Path) -> None:
     assert manager.stats["folds"] >= 1
     for request in model.requests:
         assert not [m for m in request.messages if is_summary(m)], "an empty summary was sent"
+
+
+def test_kept_messages_over_the_budget_do_not_fold_on_every_call(tmp_path: Path) -> None:
+    """A current user message larger than the budget: no fold can reach it, so folding each call would loop."""
+    giant = "Analyse this specification carefully. " * 1100  # ~6k tokens, kept verbatim, budget 3k
+
+    def read_line(index: int) -> str:
+        """Read a few lines of a log."""
+        return "\n".join(f"line {index}-{i} ok" for i in range(10))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index >= 16:
+            return Reply(text="All lines read.")
+        return Reply(text=f"Line {info.call_index}.", tool_calls=[ToolCall("read_line", {"index": info.call_index})])
+
+    folds: list[Any] = []
+    model = ScriptedModel(script=script)
+    manager = CompressionManager(compress_at_tokens=BUDGET, on_fold=lambda event, folded: folds.append(event))
+    agent = manager.attach(
+        Agent(model=model, tools=[read_line], db=SqliteDb(db_file=str(tmp_path / "a.db")), telemetry=False)
+    )
+    assert agent.run(giant).content.endswith("All lines read.")
+    calls = len(model.requests)
+    summary_folds = [e for e in folds if e.summary]
+    # every call is over the budget; a fold is worth it again only once the foldable span has grown by the gap
+    # between the budget and the target (1,800 tokens here, more than the whole run adds)
+    assert calls == 17 and all(r.prompt_tokens > BUDGET for r in model.requests)
+    assert len(summary_folds) <= 1, f"{len(summary_folds)} folds in {calls} model calls"
+
+
+def _grow_and_fold(manager: CompressionManager, batches: int = 10) -> tuple[list[Message], list[Message]]:
+    """A live list grown one tool batch per model call, folded by the manager as agno would; (live, everything)."""
+    live = [Message(role="system", content="You read build logs."), Message(role="user", content="read them all")]
+    everything = list(live)
+    for i in range(batches):
+        if manager.should_compress(live, None):
+            manager.compress(live)
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_chunk", "arguments": "{}"}}
+        new = [
+            Message(role="assistant", content=f"chunk {i}", tool_calls=[call]),
+            Message(role="tool", tool_call_id=f"c{i}", content=f"chunk {i}: " + "compiling ok\n" * 150),
+        ]
+        if i == 3:  # what agno adds for the model only (retry guidance): never stored
+            new.append(Message(role="user", content="try again", add_to_agent_memory=False))
+        live += new
+        everything += new
+    answer = Message(role="assistant", content="All chunks read.")  # after the last fold, seen only by the hook
+    live.append(answer)
+    everything.append(answer)
+    return live, everything
+
+
+@pytest.mark.parametrize("with_context", [True, False])
+def test_the_post_hook_puts_every_folded_message_back_in_order(with_context: bool) -> None:
+    from agno.run.agent import RunOutput
+
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    live, everything = _grow_and_fold(manager)
+    assert manager.stats["folds"] >= 2 and len(live) < len(everything), "the run must have folded"
+    output = RunOutput(run_id="r", messages=list(live))
+    # without the run context the manager finds the run by the messages it has seen
+    manager.restore_run_messages(output, SimpleNamespace(messages=live) if with_context else None)
+    expected = [m for m in everything if m.add_to_agent_memory]
+    assert [id(m) for m in output.messages or []] == [id(m) for m in expected]
+    assert not any(is_summary(m) for m in output.messages or [])
+    # the run's state is gone: a second call (agno calls hooks once, but a retried hook must not duplicate) is a no-op
+    again = RunOutput(run_id="r", messages=list(live))
+    manager.restore_run_messages(again, SimpleNamespace(messages=live))
+    assert [id(m) for m in again.messages or []] == [id(m) for m in live]
+
+
+def test_the_post_hook_never_breaks_a_run(caplog: pytest.LogCaptureFixture) -> None:
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    live, _ = _grow_and_fold(manager)
+
+    class Unwritable:
+        """A run output whose messages cannot be replaced."""
+
+        @property
+        def messages(self) -> list[Message]:
+            return live
+
+        @messages.setter
+        def messages(self, value: Any) -> None:
+            raise RuntimeError("read-only run output")
+
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        manager.restore_run_messages(Unwritable(), SimpleNamespace(messages=live))
+    assert any("could not restore folded messages" in r.message for r in caplog.records)

@@ -34,7 +34,7 @@ from agno_compression import (
     stream_usage_style,
     usage_increment,
 )
-from agno_compression._metrics import is_fixed, is_running_total
+from agno_compression._metrics import is_fixed, is_running_total, is_zero
 from agno_compression.testing import ScriptedModel
 
 
@@ -56,6 +56,7 @@ def feed(style: str, reports: list[MessageMetrics]) -> MessageMetrics:
     for report in reports:
         total = total + counter.add(report)
     assert triple(total) == triple(counter.counted)
+    assert counter.reports == len(reports)
     return total
 
 
@@ -121,8 +122,36 @@ def test_running_total_needs_the_same_prompt_and_nothing_lower() -> None:
     assert not is_running_total(usage(5, 0), usage(5, 1))
 
 
+def test_nothing_is_a_running_total_before_a_prompt_was_counted() -> None:
+    assert triple(feed("detect", [usage(0, 5), usage(0, 7)])) == (0, 12, 12)
+    assert triple(feed("detect", [usage(0, 5), usage(1, 7)])) == (1, 12, 13)
+    # the same prompt with fewer output tokens is below what was counted: new usage, not a total
+    assert triple(feed("detect", [usage(10, 1), usage(10, 0)])) == (20, 1, 21)
+    cached_then_not = [usage(10, 5, cache_read_tokens=1), usage(10, 6)]  # one counter went down: not a total
+    assert triple(feed("detect", cached_then_not)) == (20, 11, 31)
+
+
+def test_an_amount_keeps_cost_and_provider_metrics() -> None:
+    report = usage(10, 2, cost=0.5, provider_metrics={"ms": 3, "tier": "a"})
+    amount = usage_increment(report, MessageMetrics(), "incremental")
+    assert amount.cost == 0.5 and amount.provider_metrics == {"ms": 3, "tier": "a"}
+    # a running total's first cost: nothing counted before, so the whole cost
+    assert usage_increment(usage(10, 2, cost=0.5), usage(10, 1), "cumulative").cost == pytest.approx(0.5)
+
+
+def test_is_zero_only_when_adding_changes_nothing() -> None:
+    assert is_zero(MessageMetrics())
+    assert is_zero(usage(0, 0, provider_metrics={"ms": 0}))
+    assert not is_zero(usage(0, 1))
+    assert not is_zero(usage(0, 0, cost=0.25))
+    assert not is_zero(usage(0, 0, provider_metrics={"ms": 2}))
+    assert not is_zero(usage(0, 0, provider_metrics={"tier": "b"}))
+
+
 def test_styles_are_validated_with_the_offending_value() -> None:
     assert set(USAGE_STYLES) == {"cumulative", "incremental", "final", "detect"}
+    with pytest.raises(ConfigError, match="one of cumulative, incremental, final, detect, got 'sum'"):
+        StreamUsage(style="sum")
     with pytest.raises(ConfigError, match="'sum'"):
         StreamUsage(style="sum")
     with pytest.raises(ConfigError, match="None"):
@@ -154,8 +183,7 @@ def test_automatic_style_per_provider(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_anthropic_is_left_alone() -> None:
-    pytest.importorskip("anthropic")
-    from agno.models.anthropic import Claude
+    from agno.models.anthropic import Claude  # anthropic is in the test extra: a missing SDK fails, never skips
 
     model = Claude(api_key="k")
     assert stream_usage_style(model) is None
@@ -170,18 +198,20 @@ class ReportingModel(Model):
     """Streams one chunk per report, each carrying that report (as agno providers hand usage over)."""
 
     id: str = "reporting"
-    reports: list[tuple[int, int]] = field(default_factory=list)
+    reports: list[tuple[int, int] | None] = field(default_factory=list)
+    """One chunk per entry; ``None``: a chunk without usage."""
     fail_after: int | None = None
     """Raise a provider error (a cut stream) after this many chunks."""
 
     def _chunks(self) -> Iterator[ModelResponse]:
-        for i, (prompt, output) in enumerate(self.reports):
+        for i, report in enumerate(self.reports):
             if i == self.fail_after:
                 raise ModelProviderError("stream cut", model_name="reporting", model_id=self.id)
-            yield ModelResponse(role="assistant", content=f"w{i} ", response_usage=usage(prompt, output))
+            yield ModelResponse(role="assistant", content=f"w{i} ", response_usage=usage(*report) if report else None)
 
     def invoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return ModelResponse(role="assistant", content="ok", response_usage=usage(*self.reports[-1]))
+        last = self.reports[-1]
+        return ModelResponse(role="assistant", content="ok", response_usage=usage(*last) if last else None)
 
     async def ainvoke(self, *args: Any, **kwargs: Any) -> ModelResponse:
         return self.invoke()
@@ -270,6 +300,41 @@ def test_a_cut_stream_leaves_its_last_totals_on_the_assistant_message() -> None:
     with pytest.raises(ModelProviderError):
         stream_total(model, message)
     assert message.metrics is not None and triple(message.metrics) == (10, 2, 12)
+
+
+def test_a_cut_stream_gives_metrics_to_an_assistant_message_without_any() -> None:
+    model = fix_stream_usage(ReportingModel(reports=[(10, 1), (10, 2), (10, 5)], fail_after=2))
+    message = Message(role="assistant")
+    message.metrics = None  # type: ignore[assignment]
+    with pytest.raises(ModelProviderError):
+        stream_total(model, message)
+    assert message.metrics is not None and triple(message.metrics) == (10, 2, 12)
+
+
+def test_a_cut_stream_without_an_assistant_message_raises_only_the_provider_error() -> None:
+    model = fix_stream_usage(ReportingModel(reports=[(10, 1), (10, 2)], fail_after=1))
+    with pytest.raises(ModelProviderError):
+        list(model.invoke_stream(messages=[], assistant_message=None))
+    with pytest.raises(ModelProviderError):
+        list(model.invoke_stream([], None))  # positional: the assistant message is the second argument
+
+
+def test_a_cut_stream_adds_to_what_the_assistant_message_already_has() -> None:
+    model = fix_stream_usage(ReportingModel(reports=[(10, 1), (10, 2), (10, 5)], fail_after=2), style="cumulative")
+    message = Message(role="assistant", metrics=usage(3, 1))
+    with pytest.raises(ModelProviderError):
+        list(model.invoke_stream([], message))  # positional, as agno's own callers may pass it
+    assert triple(message.metrics) == (13, 3, 16)
+    with pytest.raises(ModelProviderError):  # one positional argument: no assistant message to update
+        list(model.invoke_stream([]))
+
+
+def test_chunks_without_new_usage_carry_none() -> None:
+    """agno adds every chunk's usage: a chunk with nothing new (or no report at all) must carry None, not zeros."""
+    model = fix_stream_usage(ReportingModel(reports=[(10, 5), None, (10, 5), (10, 7)]), style="cumulative")
+    sent = [r.response_usage for r in model.invoke_stream(messages=[], assistant_message=Message(role="assistant"))]
+    assert sent[1] is None and sent[2] is None
+    assert [triple(u) for u in (sent[0], sent[3])] == [(10, 5, 15), (0, 2, 2)]
 
 
 def test_a_stream_the_consumer_stops_reading_keeps_what_was_counted() -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import unicodedata
 
 import pytest
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 
 from agno_compression._exceptions import ConfigError
 from agno_compression._observations import TieredOutputPolicy, shorten_text, truncate_output
+from tests.strategies import examples
 
 # --------------------------------------------------------------------------- seed-shaped inputs
 
@@ -295,6 +299,40 @@ def test_output_is_deterministic() -> None:
         assert truncate_output(text) == truncate_output(text)
 
 
+def test_a_long_list_shows_its_head_then_the_omission_then_its_tail() -> None:
+    out = truncate_output(str(list(range(1000))), 300)
+    lines = out.splitlines()
+    assert lines[0] == "[list with 1,000 items (4,890 chars); showing the first 10 and the last 2]"
+    assert lines[1:] == ["[", *(f"  {i}," for i in range(10)), "  ... 988 more items ...,", "  998,", "  999", "]"]
+
+
+SET_NAMES = [f"k{i:03d}" for i in range(300)]
+
+
+def test_set_items_are_shown_sorted() -> None:
+    """A set's iteration order of strings changes with PYTHONHASHSEED: the output must not (a replay compares it)."""
+    names = SET_NAMES
+    expected = ["{", *(f"  {n!r}," for n in names[:10]), "  ... 288 more items ...,", "  'k298',", "  'k299'", "}"]
+    assert truncate_output(str(set(names)), 300).splitlines()[1:] == expected
+
+
+def test_set_output_is_the_same_under_two_hash_seeds() -> None:
+    """The same, across processes: what differs between two runs of an agent (the in-process order may match)."""
+    names = SET_NAMES
+    code = "import sys; from agno_compression import truncate_output; print(truncate_output(sys.argv[1], 300))"
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(set(names))],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outs) == 1, "the output depends on the process's hash seed"
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -337,7 +375,7 @@ json_values = st.recursive(
 log_text = st.lists(st.text(st.characters(exclude_characters="\n"), max_size=200), max_size=300).map("\n".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.text(max_size=6000) | log_text, max_chars=st.integers(100, 3000))
 def test_property_text_is_bounded_and_short_text_is_identical(text: str, max_chars: int) -> None:
     out = truncate_output(text, max_chars)
@@ -346,7 +384,7 @@ def test_property_text_is_bounded_and_short_text_is_identical(text: str, max_cha
         assert out == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=json_values, max_chars=st.integers(100, 3000), as_python=st.booleans())
 def test_property_structures_are_bounded(value: object, max_chars: int, as_python: bool) -> None:
     text = repr(value) if as_python else json.dumps(value)
@@ -359,7 +397,7 @@ def test_property_structures_are_bounded(value: object, max_chars: int, as_pytho
         assert out.startswith(f"[{type(value).__name__} with {len(value):,} ")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(max_size=3000), max_chars=st.integers(0, 2000))
 def test_property_shorten_text_is_bounded(text: str, max_chars: int) -> None:
     out = shorten_text(text, max_chars)
@@ -467,3 +505,92 @@ def test_large_json_is_parsed_beyond_the_literal_limit() -> None:
     out = truncate_output(text)
     assert out.startswith("[list with 200,000 items")
     assert '"item_199999"' in out
+
+
+# --------------------------------------------------------------------------- exact outputs (the format is a promise)
+
+
+def _log(indices: range) -> str:
+    return "".join(f"line {i:03d}: value={i * 7}\n" for i in indices)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "head", "notice", "tail"),
+    [
+        (
+            {},
+            range(8),
+            "8,240 chars in 400 lines; showing the first 8 lines and the last 7 lines; omitted 7,943 chars "
+            "(385 whole lines)",
+            range(393, 400),
+        ),
+        (
+            {"head_chars": 100},
+            range(5),
+            "8,240 chars in 400 lines; showing the first 5 lines and the last 7 lines; omitted 8,000 chars "
+            "(388 whole lines)",
+            range(393, 400),
+        ),
+        (
+            {"head_chars": 50, "tail_chars": 200},
+            range(2),
+            "8,240 chars in 400 lines; showing the first 2 lines and the last 9 lines; omitted 8,015 chars "
+            "(389 whole lines)",
+            range(391, 400),
+        ),
+    ],
+)
+def test_text_is_cut_exactly_at_lines_with_its_notice(
+    kwargs: dict[str, int], head: range, notice: str, tail: range
+) -> None:
+    out = truncate_output(_log(range(400)), 300, **kwargs)
+    assert out == _log(head) + f"[... output truncated: {notice} ...]\n" + _log(tail)
+
+
+@pytest.mark.parametrize(
+    ("text", "head", "notice", "tail"),
+    [
+        ("x" * 5000, "x" * 100, "5,000 chars in 1 line; showing the first 100 chars and the last 100 chars; omitted "
+         "4,800 chars", "x" * 100),
+        ("e\u0301" * 1000, "e\u0301" * 50, "2,000 chars in 1 line; showing the first 100 chars and the last 100 "
+         "chars; omitted 1,800 chars", "e\u0301" * 50),
+        ("ab👩‍👩‍👧‍👦" * 300, "ab👩‍👩‍👧‍👦" * 11 + "a", "2,700 chars in 1 line; showing the first 100 chars and "
+         "the last 99 chars; omitted 2,501 chars", "ab👩‍👩‍👧‍👦" * 11),
+        ("\U0001f1fa\U0001f1f3" * 500, "\U0001f1fa\U0001f1f3" * 50, "1,000 chars in 1 line; showing the first 100 "
+         "chars and the last 100 chars; omitted 800 chars", "\U0001f1fa\U0001f1f3" * 50),
+        ("a\ufe0f" * 900, "a\ufe0f" * 50, "1,800 chars in 1 line; showing the first 100 chars and the last 100 chars; "
+         "omitted 1,600 chars", "a\ufe0f" * 50),
+        ("x" * 99 + "\u200d" + "y" * 1000, "x" * 98, "1,100 chars in 1 line; showing the first 98 chars and the last "
+         "100 chars; omitted 902 chars", "y" * 100),
+    ],
+)  # fmt: skip
+def test_one_long_line_is_cut_exactly_at_characters_never_inside_a_cluster(
+    text: str, head: str, notice: str, tail: str
+) -> None:
+    assert truncate_output(text, 200) == f"{head}\n[... output truncated: {notice} ...]\n{tail}"
+
+
+def test_a_table_is_cut_exactly_at_rows_under_its_header() -> None:
+    rows = [f"{i},user_{i},{i % 100}\n" for i in range(300)]
+    out = truncate_output("id,name,score\n" + "".join(rows), 300)
+    notice = (
+        "[... table truncated: 4,564 chars, a header and 300 rows; showing the header and the first 11 rows and the "
+        "last 9 rows; omitted 4,282 chars (280 whole rows) ...]\n"
+    )
+    assert out == "id,name,score\n" + "".join(rows[:11]) + notice + "".join(rows[291:])
+
+
+def test_structures_are_rendered_exactly() -> None:
+    rows = [{"id": i, "tags": ["a" * 40] * 5} for i in range(40)]
+    value = {"name": "n" * 500, "rows": rows, "ok": True, "none": None}
+    assert truncate_output(json.dumps(value), 400) == (
+        "[dict with 4 keys (10,218 chars); long values shortened]\n{\n"
+        f'  "name": "{"n" * 108}"...(+392 chars),\n'
+        '  "rows": [{...}, {...}, {...}, {...}, {...}, {...}, {...}, {...}, ... 30 more items ..., {...}, {...}],\n'
+        '  "ok": true,\n  "none": null\n}'
+    )
+    python = str({"k": ("t" * 300, b"b" * 300, 1.5, None)})
+    assert truncate_output(python, 250) == (
+        "[dict with 1 key (627 chars); long values shortened]\n{\n"
+        f"  'k': ('{'t' * 50}'...(+250 chars), b'{'b' * 49}'...(+251 bytes), 1.5, None)\n}}"
+    )

@@ -11,13 +11,14 @@ from agno_compression._plan import (
     HISTORY,
     PROGRESS,
     call_ids,
+    filter_folded,
     find_current_user,
     is_summary,
     make_summary_message,
     result_ids,
     summary_kind,
 )
-from tests.strategies import conversation
+from tests.strategies import conversation, examples
 
 
 def _call(i: int) -> Message:
@@ -40,9 +41,8 @@ def _oracle_current(messages: list[Message]) -> Message | None:
             continue
         if m.role == "user" and not m.from_history and not after_tools:
             found = m
-        after_tools = (m.role == "tool" and not m.from_history) or (
-            after_tools and m.role == "user" and not m.from_history
-        )
+        tool_of_this_run = m.role == "tool" and not m.from_history
+        after_tools = tool_of_this_run or (after_tools and m.role == "user" and not m.from_history)
     return found
 
 
@@ -52,7 +52,7 @@ def _last_batch(messages: list[Message], user: Message | None) -> list[Message]:
     return messages[idx[-1] :] if idx else []
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_partition_is_complete_and_ordered(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -65,7 +65,7 @@ def test_partition_is_complete_and_ordered(messages: list[Message]) -> None:
         assert [order[id(m)] for m in part] == sorted(order[id(m)] for m in part)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_view_never_sends_an_orphan(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -73,7 +73,7 @@ def test_view_never_sends_an_orphan(messages: list[Message]) -> None:
     assert pair_violations(view) == []
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_nothing_from_after_the_current_user_message_is_placed_before_it(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -89,7 +89,7 @@ def test_nothing_from_after_the_current_user_message_is_placed_before_it(message
     assert summary_kind(view[view.index(plan.current) + 1]) == PROGRESS if plan.steps else True
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(conversation())
 def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -107,7 +107,7 @@ def test_system_current_user_and_last_batch_reach_the_model_verbatim(messages: l
     assert view[len(plan.system)].content == "A", "the history summary sits right after the system messages"
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(conversation())
 def test_a_pending_call_is_never_folded(messages: list[Message]) -> None:
     plan = plan_fold(messages)
@@ -138,6 +138,31 @@ def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
     assert plan.current is None
     assert pending in plan.kept and arrived in plan.kept
     assert pending not in plan.folded
+
+
+def test_a_pending_call_in_history_is_kept_before_the_current_user_message() -> None:
+    """A call still waiting from an earlier run sits before the current user: only the pending rule keeps it.
+
+    The last-batch rule cannot: there is no batch after the current user message.
+    """
+    pending = Message(
+        role="assistant",
+        from_history=True,
+        tool_calls=[
+            {"id": "p1", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+            {"id": "p2", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
+        ],
+    )
+    arrived = Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+    old = Message(role="user", content="deploy it", from_history=True)
+    user = Message(role="user", content="status?")
+    messages = [Message(role="system", content="s"), old, pending, arrived, user]
+    plan = plan_fold(messages)
+    assert plan.current is user
+    assert plan.before == (pending, arrived), "the pending call and the result that did arrive stay, in order"
+    assert plan.history == (old,)
+    view = plan.view(make_summary_message("A"), None)
+    assert [m.content for m in view] == ["s", "A", None, "yes", "status?"]
 
 
 def test_late_result_keeps_its_call_by_pair_closure() -> None:
@@ -243,3 +268,98 @@ def test_pair_violations_reports_orphans_and_missing_results() -> None:
     orphan = Message(role="tool", tool_call_id="zzz", content="?")
     kinds = [v.kind for v in pair_violations([orphan, call, later])]
     assert kinds == ["orphan_result", "missing_result"]
+
+
+def test_messages_agno_adds_after_tool_results_are_not_the_run_input() -> None:
+    """A temporary message, and a chain of carriers after results (media, then retry guidance), belong to the batch;
+    a summary between them changes nothing. Without such messages the run's input is the newest user message."""
+    user = Message(role="user", content="go")
+    media = Message(role="user", content="The tool call above generated the attached media.")
+    guidance = Message(role="user", content="retry with a smaller page")
+    note = Message(role="user", content="note for this call only", temporary=True)
+    first = [Message(role="system", content="s"), user, _call(1), _result(1)]
+    assert find_current_user([*first, media, guidance]) == 1
+    assert find_current_user([*first, media, make_summary_message("B", PROGRESS), guidance]) == 1
+    assert find_current_user([*first, make_summary_message("B", PROGRESS), guidance]) == 1, "look back one by one"
+    assert find_current_user([Message(role="system", content="s"), user, note]) == 1, "temporary: not the input"
+    # the look-back stops at the first message: a summary there is skipped, nothing wraps around to the end
+    assert find_current_user([make_summary_message("A"), user, _call(1), _result(1)]) == 1
+    later = Message(role="user", content="and then this")
+    assert find_current_user([Message(role="system", content="s"), user, later]) == 2
+    history = Message(role="user", content="old", from_history=True)
+    assert find_current_user([history]) is None
+
+
+def test_unchanged_view_keeps_the_summaries_in_context_and_drops_nothing() -> None:
+    a = make_summary_message("A")
+    b = make_summary_message("B", PROGRESS)
+    user = Message(role="user", content="go")
+    messages = [Message(role="system", content="s"), a, user, b, _call(1), _result(1)]
+    plan = plan_fold(messages)
+    assert not plan.has_work
+    assert plan.unchanged_view() == messages
+    # once a span is folded its summary is absorbed: the unchanged view leaves it out
+    folding = plan_fold([*messages, _call(2), _result(2)])
+    assert folding.steps and [m.content for m in folding.unchanged_view()][:3] == ["s", "A", "go"]
+    assert b not in folding.unchanged_view()
+    old = Message(role="user", content="old", from_history=True)
+    with_history = plan_fold([Message(role="system", content="s"), a, old, user])
+    assert with_history.history == (old,) and a not in with_history.unchanged_view(), "an absorbed summary goes"
+
+
+def test_pair_violations_name_the_message_and_the_call() -> None:
+    orphan = Message(role="tool", tool_call_id="zzz", content="?")
+    call = Message(role="assistant", tool_calls=[{"id": "a", "function": {"name": "x", "arguments": "{}"}}])
+    later = Message(role="assistant", tool_calls=[{"id": "b", "function": {"name": "x", "arguments": "{}"}}])
+    last = Message(role="assistant", tool_calls=[{"id": "c", "function": {"name": "x", "arguments": "{}"}}])
+    found = pair_violations([orphan, call, later, last])
+    assert [(v.index, v.kind, v.call_id) for v in found] == [
+        (0, "orphan_result", "zzz"),
+        (1, "missing_result", "a"),
+        (2, "missing_result", "b"),
+    ], "every unanswered call but the last is reported, with its index and id"
+    strict = pair_violations([orphan, call, later, last], allow_pending_last=False)
+    assert [(v.index, v.call_id) for v in strict][-1] == (3, "c")
+
+
+def test_ids_of_calls_and_results_skip_entries_without_one() -> None:
+    no_id = {"type": "function", "function": {"name": "x", "arguments": "{}"}}
+    assert call_ids(Message(role="assistant", tool_calls=[no_id, {"id": "a", "function": {}}])) == ["a"]
+    assert result_ids(Message(role="tool", content="x")) == set(), "no call id: answers nothing"
+    gemini = Message(role="tool", content="x", tool_calls=[{"content": "r"}, {"tool_call_id": "g1", "content": "r"}])
+    assert result_ids(gemini) == {"g1"}
+
+
+def test_only_our_marker_makes_a_summary() -> None:
+    other = Message(role="user", content="x", custom_field="set by another library")
+    assert not is_summary(other) and summary_kind(other) is None
+    odd = Message(role="user", content="s")
+    odd.agno_compression_summary = True  # an older marker value: a history summary
+    assert is_summary(odd) and summary_kind(odd) == HISTORY
+
+
+def test_a_run_without_user_input_keeps_its_last_batch() -> None:
+    """A list input with no user message: the last batch is found even at the very start of the list."""
+    messages = [_call(1), _result(1), Message(role="assistant", content="done")]
+    plan = plan_fold(messages)
+    assert plan.current is None and plan.kept == tuple(messages) and not plan.has_work
+    pending = Message(role="assistant", tool_calls=[{"id": "p", "function": {"name": "approve", "arguments": "{}"}}])
+    assert plan_fold([Message(role="system", content="s"), pending]).kept == (pending,)
+    assert find_current_user([]) is None
+
+
+def test_a_progress_summary_is_never_also_a_kept_message() -> None:
+    b = make_summary_message("B", PROGRESS)
+    reply = Message(role="assistant", content="answer")
+    user = Message(role="user", content="go")
+    plan = plan_fold([Message(role="system", content="s"), user, b, reply])
+    assert plan.kept == (reply,) and plan.progress_summary is b
+    assert [m.content for m in plan.unchanged_view()] == ["s", "go", "B", "answer"]
+
+
+def test_filter_folded_puts_the_summary_after_every_system_message() -> None:
+    system = [Message(role="system", content="s"), Message(role="developer", content="d")]
+    out = filter_folded([*system, Message(role="user", content="go")], [], "S")
+    assert [m.content for m in out] == ["s", "d", "S", "go"]
+    only_system = filter_folded(system, [], "S")
+    assert [m.content for m in only_system] == ["s", "d", "S"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +13,9 @@ from sqlalchemy import create_engine, inspect, text
 
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pair_violations
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
-from agno_compression._store import TABLE_NAME
+from agno_compression._store import TABLE_NAME, load_counted, stored_ids_of
 from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
-from tests.strategies import conversation
+from tests.strategies import conversation, examples
 
 
 def row(session: str, ids: list[str], summary: str | None = "s", **kw: Any) -> CompressionRecord:
@@ -84,16 +82,28 @@ def test_unreachable_database_raises_store_error() -> None:
         store.load("s")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_directory_raises_store_error(tmp_path: Path) -> None:
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
-    try:
-        with pytest.raises(StoreError):
-            SQLAlchemyStore.from_url(f"sqlite:///{ro / 'x.db'}").record(row("s", ["a"]))
-    finally:
-        ro.chmod(stat.S_IRWXU)
+def test_read_only_database_raises_store_error_and_still_loads(tmp_path: Path) -> None:
+    """SQLite opened read-only (``mode=ro``): refused even to root, unlike a chmod-ed directory."""
+    path = tmp_path / "x.db"
+    SQLAlchemyStore.from_url(f"sqlite:///{path}").record(row("s", ["a"], summary="first"))
+    read_only = SQLAlchemyStore.from_url(f"sqlite:///file:{path}?mode=ro&uri=true")
+    with pytest.raises(StoreError) as info:
+        read_only.record(row("s", ["b"]))
+    assert "readonly" in str(info.value.__cause__).replace("-", "").replace(" ", "").lower()
+    loaded = read_only.load("s")
+    assert set(loaded.folded_ids) == {"a"} and loaded.summary == "first", "a failed write leaves no row"
+
+
+def test_unwritable_location_raises_store_error(tmp_path: Path) -> None:
+    """A database path under a regular file can never be created, whoever runs the tests."""
+    (tmp_path / "not-a-dir").write_text("a file, not a directory")
+    store = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'not-a-dir' / 'x.db'}")
+    with pytest.raises(StoreError):
+        store.record(row("s", ["a"]))
+    with pytest.raises(StoreError, match="cannot read compression records of session 's'"):
+        store.load("s")
+    with pytest.raises(StoreError, match="cannot read compression records of session 's'"):
+        store.events("s")
 
 
 def test_for_agno_db_needs_a_sql_engine() -> None:
@@ -117,7 +127,7 @@ def test_for_agno_db_uses_the_postgres_schema(pg_schema: PgTarget) -> None:  # n
 # --- filter_folded: pure and pair-safe -------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conversation(), st.data(), st.one_of(st.none(), st.text(min_size=1, max_size=20)))
 def test_filter_folded_properties(msgs: list[Message], data: st.DataObject, summary: str | None) -> None:
     ids = [m.id for m in msgs]
@@ -163,3 +173,72 @@ def test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest() -> None:
     # a current-run message with a folded id is never dropped
     same = Message(role="user", content="now", id=old_user.id)
     assert filter_folded([same], {same.id}, None) == [same]
+
+
+def test_rows_count_only_when_their_run_or_every_folded_message_was_stored(store: SQLAlchemyStore) -> None:
+    """A run killed before agno stored it leaves rows behind: they must not filter or summarise later runs."""
+    fresh = store.load("s")  # no table yet
+    assert (fresh.folded_ids, fresh.summary, fresh.folds) == (frozenset(), None, 0)
+    store.record(row("s", ["m1", "m2"], "run stored", run_id="r1", tokens_before=900, tokens_after=300))
+    second = store.record(row("s", ["m3"], "messages stored", run_id="r-lost", tokens_before=500, tokens_after=450))
+    store.record(row("s", ["m4", "m9"], "half stored", run_id="r-dead", tokens_before=100, tokens_after=300))
+    store.record(row("s", ["m5"], None, run_id="r1", tokens_before=40))  # no summary: the newest with text stays
+    stored = frozenset({"r1", "m3", "m4"})
+    counted = store.load("s", stored_ids=stored)
+    assert counted.folded_ids == {"m1", "m2", "m3", "m5"}
+    assert counted.summary == "messages stored" and counted.folds == 3
+    assert counted.tokens_saved == 690 and counted.newest_id is not None and counted.newest_id > second
+    every = store.load("s")
+    assert every.folded_ids == {"m1", "m2", "m3", "m4", "m5", "m9"} and every.folds == 4
+    assert every.summary == "half stored" and every.tokens_saved == 690, "a fold that grew the prompt saves 0"
+    assert load_counted(store, "s", stored) == counted and load_counted(store, "s", None) == every
+    none = store.load("s", stored_ids=frozenset())  # agno stored nothing of these runs: no row counts
+    assert (none.folded_ids, none.summary, none.folds, none.newest_id) == (frozenset(), None, 0, None)
+
+    class EventsOnly:
+        """Any other CompressionStore: counted from its events."""
+
+        def load(self, session_id: str) -> Any:
+            raise AssertionError("rows must be counted one by one")
+
+        def events(self, session_id: str) -> list[CompressionRecord]:
+            return store.events(session_id)
+
+    assert load_counted(EventsOnly(), "s", stored) == counted  # type: ignore[arg-type]
+
+
+def test_stored_ids_are_the_runs_and_messages_agno_loaded() -> None:
+    from agno.run.agent import RunOutput
+    from agno.session import AgentSession
+
+    asked, answered = Message(role="user", content="a"), Message(role="assistant", content="b")
+    delegated = Message(role="assistant", content="member work")
+    member = RunOutput(run_id="member-run", parent_run_id="r1", messages=[delegated])
+    session = AgentSession(session_id="s", runs=[RunOutput(run_id="r1", messages=[asked, answered]), member])
+    history = Message(role="user", content="loaded", from_history=True)
+    new = Message(role="user", content="this run")
+    assert stored_ids_of(session, [history, new]) == {
+        "r1",
+        "member-run",
+        asked.id,
+        answered.id,
+        delegated.id,
+        history.id,
+    }
+    assert stored_ids_of(None) is None
+    assert stored_ids_of(AgentSession(session_id="s", runs=[])) is None, "nothing loaded: nothing to check against"
+
+
+def test_stored_ids_of_a_workflow_session_hold_the_workflow_and_step_runs() -> None:
+    """A workflow keeps its agents' runs inside each workflow run; a member run names a parent stored elsewhere."""
+    from agno.run.agent import RunOutput
+    from agno.run.workflow import WorkflowRunOutput
+    from agno.session import WorkflowSession
+
+    said = Message(role="assistant", content="step output")
+    step = RunOutput(run_id="step-run", messages=[said])
+    member = RunOutput(run_id="member-run", parent_run_id="team-run", messages=[])
+    session = WorkflowSession(
+        session_id="w", runs=[WorkflowRunOutput(run_id="workflow-run", step_executor_runs=[step, member])]
+    )
+    assert stored_ids_of(session) == {"workflow-run", "step-run", "member-run", "team-run", said.id}

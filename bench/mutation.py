@@ -1,0 +1,314 @@
+"""Mutation testing of the core promises with mutmut 3, one module at a time (docs/mutation.md).
+
+    pip install -e '.[test,mutation]'
+    python bench/mutation.py                 # every target (about 47 minutes here, on 2 shared CPUs)
+    python bench/mutation.py plan metrics    # some targets
+    python bench/mutation.py --list          # the targets, their functions and tests
+    python bench/mutation.py --survivors plan  # after adding tests: re-run what the last run left alive
+
+Each target runs in its own scratch copy of the repository (``.mutation/<target>``, git-ignored), whose
+``pyproject.toml`` gets a ``[tool.mutmut]`` section naming that module and that target's narrow test selection;
+mutmut then copies the scratch into its ``mutants/`` and runs, for every mutant, only the selected tests that
+reach the mutated function. Only the functions that hold a promise are mutated (the globs below). Hypothesis
+properties run on at most ``AGNO_COMPRESSION_MAX_EXAMPLES`` examples here. Never more than one mutmut process:
+targets run one after another with ``--max-children 2``. Results: ``bench/out/mutation-<target>.txt`` (every
+mutant and its status) and a summary table on stdout. Not part of the pytest run or CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = ROOT / ".mutation"
+OUT = ROOT / "bench" / "out"
+CHILDREN = 2
+MAX_EXAMPLES = 40
+
+
+@dataclass(frozen=True)
+class Target:
+    module: str
+    functions: tuple[str, ...]
+    """Mutant name globs (mutmut's mangling: ``x_<function>`` and ``xǁ<Class>ǁ<method>``)."""
+    tests: tuple[str, ...]
+    deselect: tuple[str, ...] = ()
+    """Tests left out of the mutation run (a subprocess per run costs more than it adds there)."""
+
+
+M = "agno_compression."
+TARGETS = {
+    # fold planning, pair safety, filter on load
+    "plan": Target(
+        "agno_compression/_plan.py",
+        tuple(
+            f"{M}_plan.{name}__mutmut_*"
+            for name in (
+                "x_summary_kind",
+                "x_is_summary",
+                "x_call_ids",
+                "x_result_ids",
+                "x_make_summary_message",
+                "xǁFoldPlanǁ*",
+                "x__is_attachment",
+                "x_find_current_user",
+                "x__last_batch_index",
+                "x__pair_closure",
+                "x__pending_calls",
+                "x__orphan_results",
+                "x_plan_fold",
+                "x_pair_violations",
+                "x_filter_folded",
+            )
+        ),
+        (
+            "tests/unit/test_plan.py",
+            "tests/unit/test_store.py::test_filter_folded_properties",
+            "tests/unit/test_store.py::test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest",
+        ),
+    ),
+    # the union of fold records, the newest summary, rows counted only when their run was stored
+    "store": Target(
+        "agno_compression/_store.py",
+        tuple(
+            f"{M}_store.{name}__mutmut_*"
+            for name in (
+                "x_merge_rows",
+                "x_stored_ids_of",
+                "x_load_counted",
+                "xǁSQLAlchemyStoreǁload",
+                "xǁSQLAlchemyStoreǁevents",
+            )
+        ),
+        (
+            "tests/unit/test_store.py",
+            "tests/integration/test_persistence.py::test_three_runs_fold_filter_and_lose_nothing[sqlite]",
+            "tests/integration/test_persistence.py::test_folds_count_when_agno_leaves_tool_messages_out_of_storage",
+        ),
+    ),
+    # the post-hook restore and the summarizer fallback, sync and async
+    "manager": Target(
+        "agno_compression/_manager.py",
+        tuple(
+            f"{M}_manager.xǁCompressionManagerǁ{name}__mutmut_*"
+            for name in (
+                "restore_run_messages",
+                "_pop_state",
+                "_full_run",
+                "_checked",
+                "_fallback_summary",
+                "_summarize_sync",
+                "_summarize_async",
+                "_in_thread",
+            )
+        ),
+        tuple(
+            f"tests/unit/test_manager.py::{test}"
+            for test in (
+                "test_failing_summarizer_falls_back_to_extractive",
+                "test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately",
+                "test_the_post_hook_puts_every_folded_message_back_in_order",
+                "test_the_post_hook_never_breaks_a_run",
+                "test_long_loop_stays_under_budget_and_loses_nothing[extractive-sync]",
+            )
+        ),
+    ),
+    # streaming usage counted once
+    # streaming usage counted once: the arithmetic and what a stream's end (or cut) does with it; the provider
+    # table and the class patch are wiring, exercised through real providers by tests/integration/test_stream_usage
+    "metrics": Target(
+        "agno_compression/_metrics.py",
+        tuple(
+            f"{M}_metrics.{name}__mutmut_*"
+            for name in (
+                "x__check_style",
+                "x__is_number",
+                "x__counters",
+                "x__copy",
+                "x__minus",
+                "x_is_running_total",
+                "x_usage_increment",
+                "x_is_zero",
+                "xǁStreamUsageǁ*",
+                "x__assistant_message",
+                "x__counted",
+                "x__keep_counted",
+                "x__stream_usage",
+            )
+        ),
+        ("tests/unit/test_metrics.py",),
+    ),
+    # truncate_output and everything it calls
+    "observations": Target(
+        "agno_compression/_observations.py",
+        tuple(
+            f"{M}_observations.{name}__mutmut_*"
+            for name in (
+                "x__check_text",
+                "x__check_int",
+                "x__head_tail_budgets",
+                "x__is_attached",
+                "x__splits_cluster",
+                "x__cut_back",
+                "x__cut_forward",
+                "x__plural",
+                "x__count_lines",
+                "x__head_cut",
+                "x__tail_cut",
+                "x__is_table",
+                "x__describe_side",
+                "x__text_notice",
+                "x__join_around",
+                "x__truncate_text",
+                "xǁ_Styleǁ*",
+                "x__parse_structure",
+                "x__clip",
+                "x__summary_token",
+                "x__render_string",
+                "x__allocate",
+                "x__fit_counts",
+                "x__omission_marker",
+                "x__render_entries",
+                "x__bind",
+                "x__ordered_items",
+                "x__brackets",
+                "x__container_shape",
+                "x__render_container",
+                "x__render_pair",
+                "x__render",
+                "x__structure_header",
+                "x__truncate_structure",
+                "x_truncate_output",
+            )
+        ),
+        ("tests/unit/test_observations.py",),
+        # two interpreters per run; its in-process twin test_set_items_are_shown_sorted stays
+        ("tests/unit/test_observations.py::test_set_output_is_the_same_under_two_hash_seeds",),
+    ),
+}
+
+
+def _toml_list(items: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(f'"{i}"' for i in items) + "]"
+
+
+def _scratch(name: str, target: Target) -> Path:
+    """A copy of the repository whose ``[tool.mutmut]`` names this target (mutmut's cache kept between runs)."""
+    where = SCRATCH / name
+    keep = where / "mutants"
+    if keep.exists() and not (keep / "mutmut-stats.json").exists():
+        shutil.rmtree(keep)  # a run stopped while mutmut generated mutants: its half-written copies are not a cache
+    ignore = shutil.ignore_patterns(
+        ".git", ".mutation", "mutants", ".venv", "__pycache__", ".*_cache", ".hypothesis", "out", "*.db"
+    )
+    if where.exists():
+        for child in where.iterdir():
+            if child != keep:
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    for item in ROOT.iterdir():
+        if item.name in (".git", ".mutation", "mutants", ".venv") or item.name.endswith("_cache"):
+            continue
+        dest = where / item.name
+        if item.is_dir():
+            shutil.copytree(item, dest, ignore=ignore)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item, dest)
+    pyproject = (where / "pyproject.toml").read_text()
+    deselect = [arg for test in target.deselect for arg in ("--deselect", test)]
+    section = (
+        "[tool.mutmut]\n"
+        'source_paths = ["agno_compression"]\n'
+        f'only_mutate = ["{target.module}"]\n'
+        f"pytest_add_cli_args = {_toml_list(['-x', '-q', '-p', 'no:cacheprovider', *deselect])}\n"
+        f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
+        # fork each mutant's run from a process that ran no test: module-level caches (the fixed stream classes)
+        # filled by the clean run would otherwise hide mutants of the code that fills them
+        'process_isolation = "forkserver"\n'
+    )
+    pyproject = re.sub(r"\[tool\.mutmut\]\n(?:[^\[].*\n|\n)*", "", pyproject) + "\n" + section
+    (where / "pyproject.toml").write_text(pyproject)
+    return where
+
+
+def run(name: str, target: Target, survivors: bool = False) -> dict[str, int]:
+    report = OUT / f"mutation-{name}.txt"
+    names = list(target.functions)
+    before: dict[str, str] = {}
+    if survivors and report.exists():
+        # re-check only what the last run left alive (after adding tests); the rest keeps its status
+        before = dict(line.rsplit(": ", 1) for line in report.read_text().splitlines())
+        names = [key for key, status in before.items() if status != "killed"]
+        if not names:
+            names = list(target.functions)
+    where = _scratch(name, target)
+    env = {**os.environ, "AGNO_COMPRESSION_MAX_EXAMPLES": str(MAX_EXAMPLES), "PYTHONHASHSEED": "0"}
+    mutmut = [sys.executable, "-m", "mutmut"]
+    started = time.monotonic()
+    subprocess.run([*mutmut, "run", "--max-children", str(CHILDREN), *names], cwd=where, env=env)
+    listing = subprocess.run(
+        [*mutmut, "results", "--all", "true"], cwd=where, env=env, capture_output=True, text=True, check=True
+    ).stdout
+    rows = []
+    for line in listing.splitlines():
+        key, _, status = line.strip().rpartition(": ")
+        if key and any(_matches(key, glob) for glob in target.functions):
+            if status == "not checked" and key in before:
+                status = before[key]  # not re-run this time (a changed test selection resets mutmut's cache)
+            rows.append((key, status))
+    OUT.mkdir(parents=True, exist_ok=True)
+    report.write_text("".join(f"{k}: {s}\n" for k, s in sorted(rows)))
+    counts: dict[str, int] = {}
+    for _, status in rows:
+        counts[status] = counts.get(status, 0) + 1
+    counts["seconds"] = round(time.monotonic() - started)
+    return counts
+
+
+def _matches(key: str, glob: str) -> bool:
+    import fnmatch
+
+    return fnmatch.fnmatch(key, glob)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("targets", nargs="*", help=f"some of {', '.join(TARGETS)} (default: all)")
+    parser.add_argument("--list", action="store_true", help="show the targets and exit")
+    parser.add_argument(
+        "--survivors", action="store_true", help="re-run only the mutants the last run of each target left alive"
+    )
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, t in TARGETS.items():
+            print(f"{name}: {t.module}\n  tests: {' '.join(t.tests)}\n  mutants: {' '.join(t.functions)}")
+        return 0
+    unknown = [t for t in args.targets if t not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; choose from {', '.join(TARGETS)}")
+    results = {name: run(name, TARGETS[name], args.survivors) for name in (args.targets or TARGETS)}
+    print("\n| target | module | mutants | killed | timeout | survived | other | kill rate | time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, c in results.items():
+        total = sum(v for k, v in c.items() if k != "seconds")
+        dead = c.get("killed", 0) + c.get("timeout", 0)
+        other = total - dead - c.get("survived", 0)
+        rate = f"{100 * dead / total:.1f}%" if total else "-"
+        print(
+            f"| {name} | `{TARGETS[name].module}` | {total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
+            f"| {c.get('survived', 0)} | {other} | {rate} | {c['seconds']} s |"
+        )
+    print(f"\nevery mutant and its status: {OUT}/mutation-<target>.txt")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
