@@ -373,7 +373,9 @@ def render(
             "the last 3 runs of history by default, the peers every run, so on recordings of several runs it is "
             "above `none`. Wall ÷ none of a peer row is against that peer's own uncompressed replay.",
         ]
-    peers = [x for x in settings if x not in ("none", "agno-compress", "agno-compaction", *OURS)]
+    peers = [
+        x for x in settings if x not in ("none", "agno-compress", "agno-compaction", *OURS) and "uncompressed" not in x
+    ]
     if peers:
         out += ["", "## Where a peer beats us", ""]
         out += _peer_wins(rows, baseline, thresholds, settings, peers, {TOTAL: real, LONG: names[LONG]})
