@@ -147,15 +147,6 @@ class Ledger:
         entry[1] = outcome or entry[1]
         self.commands[command] = entry
 
-    @property
-    def empty(self) -> bool:
-        return not self.commands and not self.earlier and not any(self.values.values())
-
-    def facts(self) -> list[str]:
-        """Every acted-on string the ledger holds (files, tests, errors)."""
-        out = [v for k in ("edited", "created", "read", "paths used", "tests") for v in self.values.get(k, [])]
-        return out + [v.split(" (", 1)[0] for v in self.values.get("errors", [])]
-
     def lines(self, max_commands: int | None = None) -> list[str]:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
         out = [f"- {k}: {', '.join(self.values[k])}" for k in KEYS if self.values.get(k)]

@@ -121,8 +121,8 @@ def test_a_pending_call_is_never_folded(messages: list[Message]) -> None:
         assert all(r in plan.kept or r in plan.before for r in arrived)
 
 
-def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
-    """No batch after the current user: the pending call in history is kept by the pending rule alone."""
+def _pending_history_call() -> tuple[Message, Message]:
+    """An earlier run's assistant message with two calls, only one of them answered."""
     pending = Message(
         role="assistant",
         from_history=True,
@@ -131,7 +131,12 @@ def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
             {"id": "p2", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
         ],
     )
-    arrived = Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+    return pending, Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+
+
+def test_a_pending_call_before_the_last_batch_rule_is_kept() -> None:
+    """No batch after the current user: the pending call in history is kept by the pending rule alone."""
+    pending, arrived = _pending_history_call()
     old = [Message(role="user", content="old", from_history=True), _call(1), _result(1)]
     messages = [Message(role="system", content="s"), *old, pending, arrived]
     plan = plan_fold(messages)
@@ -145,15 +150,7 @@ def test_a_pending_call_in_history_is_kept_before_the_current_user_message() -> 
 
     The last-batch rule cannot: there is no batch after the current user message.
     """
-    pending = Message(
-        role="assistant",
-        from_history=True,
-        tool_calls=[
-            {"id": "p1", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
-            {"id": "p2", "type": "function", "function": {"name": "approve", "arguments": "{}"}},
-        ],
-    )
-    arrived = Message(role="tool", tool_call_id="p1", content="yes", from_history=True)
+    pending, arrived = _pending_history_call()
     old = Message(role="user", content="deploy it", from_history=True)
     user = Message(role="user", content="status?")
     messages = [Message(role="system", content="s"), old, pending, arrived, user]
