@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agno.models.message import Message
+from agno.run.base import RunContext  # resolved at run time: agno injects the run's context by this annotation
 
 from ._plan import calls_by_id, tool_name_of
 from ._tokens import message_text
@@ -78,3 +79,29 @@ def render_hits(hits: Sequence[Hit], searched: int) -> str:
         label = f"{h.role}" + (f" from tool {h.tool_name}" if h.tool_name else "")
         parts.append(f"--- message {h.message_id} ({label}, {h.chars:,} chars) ---\n{h.excerpt}")
     return "\n".join(parts)
+
+
+def search_tool_function(search: Callable[..., str]) -> Callable[..., str]:
+    """The ``search_folded_history`` tool agno offers the model; ``search(run_context, query=..., ...)`` answers."""
+
+    def search_folded_history(
+        run_context: RunContext,
+        query: str = "",
+        tool_name: str = "",
+        message_id: str = "",
+        limit: int = 5,
+    ) -> str:
+        """Search the original messages folded out of this conversation to save context.
+
+        Returns exact excerpts with their message ids. Give words to find (all must appear), a tool name,
+        or a message id quoted in the summary.
+
+        Args:
+            query: Words that must all appear in the message (case-insensitive).
+            tool_name: Only results of (or calls to) this tool.
+            message_id: Only the message with this id.
+            limit: At most this many messages (1 to 20).
+        """
+        return search(run_context, query=query, tool_name=tool_name, message_id=message_id, limit=limit)
+
+    return search_folded_history

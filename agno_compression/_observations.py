@@ -28,12 +28,15 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ._exceptions import ConfigError
+
+log = logging.getLogger("agno_compression")
 
 __all__ = [
     "MIN_MAX_CHARS",
@@ -714,7 +717,6 @@ class ObservationSummaryPolicy:
 
     def __post_init__(self) -> None:
         _check_int("max_observation_tokens", self.max_observation_tokens, 50)
-        self.responses: list[Any] = []  # model responses not yet accounted in a run's metrics
 
     def _count(self, text: str) -> int:
         if self.count_tokens is None:
@@ -743,47 +745,46 @@ class ObservationSummaryPolicy:
             Message(role="user", content=f"Output of tool {tool_name or 'tool'}:\n{text}"),
         ]
 
-    def _summary(self, response: Any) -> str | None:
+    def _answer(self, text: str, response: Any) -> tuple[str, list[Any]]:
+        """The model's summary with its response (for usage), or the extractive summary without one."""
         content = getattr(response, "content", None)
         if isinstance(content, str) and content.strip():
-            self.responses.append(response)
-            return f"[summary of a {self._count_label()} tool output; the full text is stored]\n{content.strip()}"
-        return None
+            label = f">{self.max_observation_tokens}-token"
+            return f"[summary of a {label} tool output; the full text is stored]\n{content.strip()}", [response]
+        return self.extractive(text), []
 
-    def _count_label(self) -> str:
-        return f">{self.max_observation_tokens}-token"
+    def _failed(self, text: str, exc: Exception) -> tuple[str, list[Any]]:
+        # a failing model costs the extractive summary, never the run
+        log.warning("agno-compression: observation summary by model failed (%s); using the extractive one", exc)
+        return self.extractive(text), []
+
+    def apply_counted(self, text: str, tool_name: str | None = None) -> tuple[str, list[Any]]:
+        """``apply``, with the model responses it produced (the manager adds their usage to the run)."""
+        if self._count(text) <= self.max_observation_tokens:
+            return text, []
+        if self.model is None:
+            return self.extractive(text), []
+        try:
+            return self._answer(text, self.model.response(messages=self._messages(text, tool_name)))
+        except Exception as exc:
+            return self._failed(text, exc)
+
+    async def aapply_counted(self, text: str, tool_name: str | None = None) -> tuple[str, list[Any]]:
+        """Async ``apply_counted``."""
+        if self._count(text) <= self.max_observation_tokens:
+            return text, []
+        if self.model is None:
+            return self.extractive(text), []
+        try:
+            return self._answer(text, await self.model.aresponse(messages=self._messages(text, tool_name)))
+        except Exception as exc:
+            return self._failed(text, exc)
 
     def apply(self, text: str, tool_name: str | None = None) -> str:
-        if self._count(text) <= self.max_observation_tokens:
-            return text
-        if self.model is not None:
-            try:
-                summary = self._summary(self.model.response(messages=self._messages(text, tool_name)))
-                if summary is not None:
-                    return summary
-            except Exception as exc:  # a failing model costs the extractive summary, never the run
-                import logging
-
-                logging.getLogger("agno_compression").warning(
-                    "agno-compression: observation summary by model failed (%s); using the extractive one", exc
-                )
-        return self.extractive(text)
+        return self.apply_counted(text, tool_name)[0]
 
     async def aapply(self, text: str, tool_name: str | None = None) -> str:
-        if self._count(text) <= self.max_observation_tokens:
-            return text
-        if self.model is not None:
-            try:
-                summary = self._summary(await self.model.aresponse(messages=self._messages(text, tool_name)))
-                if summary is not None:
-                    return summary
-            except Exception as exc:
-                import logging
-
-                logging.getLogger("agno_compression").warning(
-                    "agno-compression: observation summary by model failed (%s); using the extractive one", exc
-                )
-        return self.extractive(text)
+        return (await self.aapply_counted(text, tool_name))[0]
 
 
 OUTPUT_GUIDANCE = (

@@ -1,0 +1,379 @@
+"""The steps of a fold on one run's live list: when to fold, what to ask the summarizer, how to rewrite.
+
+``Folder.compress`` and ``Folder.recover`` are generators: they yield ``(summarizer, request)``
+for each summary they need and receive the ``Summary``; the manager answers them sync or async
+(``_runner.drive``/``adrive``). Planning itself is pure (``plan_fold``); this module measures,
+asks and rewrites.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agno.models.message import Message
+
+from ._archive import SEARCH_HINT
+from ._observations import shorten_text
+from ._plan import HISTORY, PROGRESS, FoldPlan, calls_by_id, make_summary_message, plan_fold
+from ._records import FoldEvent, FoldRecorder
+from ._runs import EARLY_FOLD_GAP, RunState
+from ._stats import Stats
+from ._store import usage_dict
+from ._summarizers import (
+    ExtractiveSummarizer,
+    Summarizer,
+    Summary,
+    SummaryRequest,
+    is_masked,
+    mask_placeholder,
+    strip_header,
+)
+from ._tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from agno.metrics import RunMetrics
+    from agno.models.base import Model
+
+    from ._summarizers import Pipeline
+
+log = logging.getLogger("agno_compression")
+
+SummaryAsk = tuple[Summarizer, SummaryRequest]
+FoldSteps = Generator[SummaryAsk, Summary, None]
+
+
+class FoldConfig(Protocol):
+    """The options a fold reads (``CompressionManager`` is one)."""
+
+    compress_at_tokens: int
+    target_ratio: float
+    max_summary_tokens: int
+    min_summary_tokens: int
+    search_tool: bool
+    cache_rate: float
+    payback_calls: int | None
+    strategy: Pipeline
+    on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None
+    events: list[FoldEvent]
+
+    def counter_for(self, model: Model | None) -> TokenCounter: ...
+
+
+def account(response: Any, model: Any, run_metrics: RunMetrics | None) -> None:
+    """Add a summarizer's or policy's model usage to the run, as compression-model usage."""
+    if response is None or model is None or run_metrics is None:
+        return
+    from agno.metrics import ModelType, accumulate_model_metrics
+
+    accumulate_model_metrics(response, model, ModelType.COMPRESSION_MODEL, run_metrics)
+
+
+class Folder:
+    """Folds live lists by the options of ``config``, recording each fold with ``recorder``."""
+
+    def __init__(self, config: FoldConfig, recorder: FoldRecorder, stats: Stats) -> None:
+        self.config = config
+        self.recorder = recorder
+        self.stats = stats
+
+    @property
+    def target_tokens(self) -> int:
+        """The prompt size a fold aims for."""
+        return int(self.config.compress_at_tokens * self.config.target_ratio)
+
+    def count(self, state: RunState, messages: Sequence[Message]) -> int:
+        """Prompt tokens of ``messages`` with the run's tool definitions."""
+        return self.config.counter_for(state.model).count_prompt(messages, state.tools)
+
+    def plan(self, state: RunState) -> FoldPlan:
+        """The fold plan of the run's live list, around the run's own input message."""
+        messages = state.live
+        if state.current is not None:
+            for i, m in enumerate(messages):
+                if m is state.current:
+                    return plan_fold(messages, current=i)
+        return plan_fold(messages)
+
+    # --- deciding -----------------------------------------------------------------------------------
+
+    def over_budget(self, state: RunState, messages: list[Message]) -> bool:
+        """Count the prompt of this model call; True when it should be folded first."""
+        state.calls += 1
+        self._calibrate(state, messages)
+        state.prompt_tokens = state.sent_tokens = self.count(state, messages)
+        limit = self.config.compress_at_tokens
+        if state.stuck_at is not None:
+            # The last fold could not reach the budget: folding one more batch each call would loop. Fold again
+            # only once the span that can be folded has grown by the target gap.
+            if state.prompt_tokens - state.stuck_at < limit - self.target_tokens:
+                return False
+            state.stuck_at = None
+        return state.prompt_tokens > limit or self._pays_to_fold(state)
+
+    def _calibrate(self, state: RunState, messages: Sequence[Message]) -> None:
+        """Correct an estimating counter with the prompt tokens the provider reported for the previous call."""
+        last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        reported = getattr(getattr(last, "metrics", None), "input_tokens", 0) if last is not None else 0
+        if last is None or not reported or not state.sent_tokens or last.id == state.calibrated_on:
+            return
+        state.calibrated_on = last.id
+        self.config.counter_for(state.model).calibrate(state.sent_tokens, reported)
+
+    def _pays_to_fold(self, state: RunState) -> bool:
+        """True when folding now, under the budget, costs less than it saves within ``payback_calls`` calls.
+
+        A fold rewrites everything after the part of the prompt it leaves untouched (system, history
+        summary, current user message): the new summaries are billed uncached once, and a model-written
+        summary costs its own prompt and answer. In return every later call sends ``freed`` fewer tokens,
+        each saving ``cache_rate`` of their price (they would have been cache hits).
+        """
+        cfg = self.config
+        if (
+            cfg.payback_calls is None
+            or cfg.strategy.summarizer is None
+            or state.prompt_tokens < self.target_tokens
+            or state.calls - state.folded_at < EARLY_FOLD_GAP
+        ):
+            return False
+        plan = self.plan(state)
+        if not plan.has_work:
+            return False
+        size = cfg.counter_for(state.model).count_message
+        folded = sum(size(m) for m in plan.folded)
+        previous = sum(size(m) for m in (plan.history_summary, plan.progress_summary) if m)
+        summary = min(cfg.max_summary_tokens, previous + folded // 10 + 50)  # grows with what it absorbs
+        freed = folded + previous - summary
+        # new history summary: the current user message after it is no longer a cache hit either
+        rewrite = summary + (sum(size(m) for m in (*plan.before, plan.current) if m) if plan.history else 0)
+        model_cost = 0 if isinstance(cfg.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
+        gain = cfg.payback_calls * cfg.cache_rate * freed
+        return freed > 0 and rewrite * (1 - cfg.cache_rate) + model_cost <= gain
+
+    # --- folding ------------------------------------------------------------------------------------
+
+    def compress(self, state: RunState, run_metrics: RunMetrics | None) -> FoldSteps:
+        """Mask, or summarize, the foldable span of the live list and rewrite it."""
+        plan = self.plan(state)
+        if self._mask_enough(state, plan):
+            return
+        summarizer = self.config.strategy.summarizer
+        summaries: dict[str, Summary] = {}
+        if summarizer is not None and plan.has_work:
+            for kind, request in self._requests(state, plan):
+                summaries[kind] = yield summarizer, request
+        self._apply(state, plan, summaries, run_metrics)
+
+    def recover(
+        self, state: RunState, attempt: int, run_metrics: Any, fallback: Summarizer
+    ) -> Generator[SummaryAsk, Summary, bool]:
+        """Fold harder after the provider rejected the prompt as too long; True when the prompt got smaller."""
+        now = state.prompt_tokens = self.count(state, state.live)
+        # the provider's real limit is below what we counted: aim lower with every attempt
+        limit = max(256, int(min(now, self.config.compress_at_tokens) * 0.6**attempt))
+        target = int(limit * self.config.target_ratio)
+        plan = self.plan(state)
+        # masking alone cannot answer an overflow: the extractive summary does then
+        summarizer = self.config.strategy.summarizer or fallback
+        summaries: dict[str, Summary] = {}
+        if plan.has_work:
+            for kind, request in self._requests(state, plan, target, summarizer):
+                summaries[kind] = yield summarizer, request
+        self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
+        after = self.count(state, state.live)
+        self.stats.add("overflow_retries")
+        log.warning(
+            "agno-compression: the provider rejected the prompt as too long; folded %d -> %d tokens, retry %d",
+            now,
+            after,
+            attempt,
+        )
+        return after < now
+
+    def _mask_enough(self, state: RunState, plan: FoldPlan) -> bool:
+        """Mask old tool outputs in place; True when that alone brought the prompt under target."""
+        strategy = self.config.strategy
+        if not strategy.mask:
+            return False
+        calls = calls_by_id(state.live)
+        masked: list[str] = []
+        for m in plan.folded:
+            if m.role == "tool" and not is_masked(m):
+                m.compressed_content = mask_placeholder(m, calls)
+                masked.append(m.id)
+        after = state.sent_tokens = self.count(state, state.live)
+        goal = self.target_tokens if strategy.summarizer is not None else self.config.compress_at_tokens
+        if masked and (after <= goal or strategy.summarizer is None):
+            self._record(state, FoldEvent("mask", [], masked, [], None, state.prompt_tokens, after), [])
+            return True
+        if strategy.summarizer is None:
+            if not masked:
+                log.debug("agno-compression: nothing left to mask")
+            return True
+        return False
+
+    def _summary_budget(self, state: RunState, plan: FoldPlan, target: int | None = None) -> int:
+        cfg = self.config
+        counter = cfg.counter_for(state.model)
+        kept_tokens = self.count(state, plan.unchanged_view())
+        goal = self.target_tokens if target is None else target
+        # Aim for the target, but do not starve the summary while there is room for one more batch like the
+        # last one and then some: half of what is left after that goes to the summary.
+        limit = cfg.compress_at_tokens if target is None else int(target / cfg.target_ratio)
+        batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
+        headroom = (limit - kept_tokens - batch) // 2
+        budget = min(cfg.max_summary_tokens, max(cfg.min_summary_tokens, goal - kept_tokens, headroom))
+        if cfg.search_tool:  # the hint appended after the summarizer counts against the same cap
+            budget = max(cfg.min_summary_tokens // 2, budget - counter.count_text(SEARCH_HINT) - 1)
+        return budget
+
+    def _requests(
+        self, state: RunState, plan: FoldPlan, target: int | None = None, summarizer: Summarizer | None = None
+    ) -> list[tuple[str, SummaryRequest]]:
+        """One request per summary the fold writes: the history summary, the progress summary, or both.
+
+        A summarizer that writes one text per call (a model) gets one request covering both spans when a
+        fold has both; its summary then goes after the current user message, where order allows it.
+        """
+        counter = self.config.counter_for(state.model)
+        budget = self._summary_budget(state, plan, target)
+        summarizer = summarizer or self.config.strategy.summarizer
+
+        def text(message: Message | None) -> str | None:
+            return message.get_content_string() if message is not None else None
+
+        def request(messages: Sequence[Message], previous: str | None, kind: str, tokens: int) -> SummaryRequest:
+            return SummaryRequest(
+                messages=messages, previous=previous, max_tokens=tokens, count_tokens=counter.count_text, kind=kind
+            )
+
+        if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):
+            previous = "\n\n".join(t for t in (text(plan.history_summary), text(plan.progress_summary)) if t) or None
+            return [(PROGRESS, request(plan.folded, previous, PROGRESS, budget))]
+        out = []
+        share = budget // 2 if plan.history and plan.steps else budget
+        if plan.history:
+            out.append((HISTORY, request(plan.history, text(plan.history_summary), HISTORY, share)))
+        if plan.steps:
+            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, budget - share)))
+        return out
+
+    def _with_search_hint(self, text: str) -> str:
+        """Summaries say how to get the exact originals back when the search tool is on."""
+        return f"{text}\n{SEARCH_HINT}" if self.config.search_tool and SEARCH_HINT not in text else text
+
+    def _apply(
+        self,
+        state: RunState,
+        plan: FoldPlan,
+        summaries: Mapping[str, Summary],
+        run_metrics: RunMetrics | None,
+        limits: tuple[int, int] | None = None,
+        tag: str = "",
+    ) -> None:
+        """Rewrite the live list, shorten oversized kept outputs, account usage, record the event."""
+        messages = state.live
+        folded_ids: list[str] = []
+        texts: list[str] = []
+        if summaries:
+            history, progress = summaries.get(HISTORY), summaries.get(PROGRESS)
+            last = PROGRESS if progress is not None else HISTORY
+            made = {  # an empty summary (the folded messages said nothing) is never sent
+                kind: make_summary_message(self._with_search_hint(s.text) if kind == last else s.text, kind)
+                for kind, s in summaries.items()
+                if strip_header(s.text)
+            }
+            head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
+            tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
+            messages[:] = plan.view(head, tail)
+            folded_ids = [m.id for m in plan.folded]
+            texts = [m.get_content_string() for m in (head, tail) if m is not None]
+            for summary in summaries.values():
+                account(summary.response, summary.model, run_metrics)
+        shortened = self._shorten_kept(state, plan, *(limits or ()))
+        after = state.sent_tokens = self.count(state, messages)
+        state.stuck_at = after if after > (limits[0] if limits else self.config.compress_at_tokens) else None
+        if not summaries and not shortened:
+            return
+        written = summaries.get(PROGRESS) or summaries.get(HISTORY)
+        event = FoldEvent(
+            strategy=tag + (written.strategy if written is not None else "shorten"),
+            folded_ids=folded_ids,
+            masked_ids=[],
+            shortened_ids=shortened,
+            # the whole session summary: what a later run loads in place of everything folded so far
+            summary="\n\n".join(texts) if texts else None,
+            tokens_before=state.prompt_tokens,
+            tokens_after=after,
+            summarizer_model=next((getattr(s.model, "id", None) for s in summaries.values() if s.model), None),
+            summarizer_usage=next(
+                (usage_dict(getattr(s.response, "response_usage", None)) for s in summaries.values() if s.response),
+                None,
+            ),
+        )
+        self._record(state, event, plan.folded if summaries else [])
+
+    def _shorten_kept(
+        self, state: RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
+    ) -> list[str]:
+        """Shorten the largest kept tool outputs (in context only) until the prompt fits the budget."""
+        limit = self.config.compress_at_tokens if limit is None else limit
+        target = self.target_tokens if target is None else target
+        counter = self.config.counter_for(state.model)
+        total = self.count(state, state.live)
+        if total <= limit:
+            return []
+        shortened: list[str] = []
+        tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
+        for m in tools:
+            if total <= limit:
+                break
+            if m.compressed_content is None and not isinstance(m.content, str):
+                continue  # image or other parts: a text stand-in would change what the model receives
+            size = counter.count_message(m)
+            text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
+            allowed = max(200, size - (total - target))
+            if allowed >= size:
+                continue
+            chars = max(400, int(len(text) * allowed / max(size, 1)))
+            if len(text) <= chars:
+                continue
+            m.compressed_content = shorten_text(text, chars)
+            total = self.count(state, state.live)
+            shortened.append(m.id)
+        if total > limit:
+            log.warning(
+                "agno-compression: prompt still %d tokens after folding (budget %d): the kept messages alone exceed it",
+                total,
+                limit,
+            )
+        return shortened
+
+    def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
+        state.folded_at = state.calls
+        state.events.append(event)
+        events = self.config.events
+        events.append(event)
+        del events[:-1000]
+        self.stats.add({"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds"))
+        self.stats.add("messages_folded", len(event.folded_ids))
+        self.stats.add("tokens_saved", max(0, event.tokens_before - event.tokens_after))
+        if event.summary is not None:
+            self.stats.add("summarizer_calls")
+        log.info(
+            "agno-compression: %s folded %d, masked %d, shortened %d messages: %d -> %d tokens",
+            event.strategy,
+            len(event.folded_ids),
+            len(event.masked_ids),
+            len(event.shortened_ids),
+            event.tokens_before,
+            event.tokens_after,
+        )
+        if event.summary and event.folded_ids:
+            self.recorder.record(state.context, event)
+        if self.config.on_fold is not None:
+            try:
+                self.config.on_fold(event, folded)
+            except Exception as exc:
+                log.warning("agno-compression: on_fold callback failed: %s", exc)
