@@ -227,6 +227,7 @@ class CompressionManager(AgnoCompressionManager):
         try:
             state = self._runs.find(live)
             if state is not None:
+                self._records.flush(state.context)  # the stored run's folds are stored with it
                 full = state.full_run(live[:])
                 if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
                     folded_view = live[:]
@@ -345,6 +346,7 @@ class CompressionManager(AgnoCompressionManager):
             state = self._runs.find(getattr(run_context, "messages", None))
             if state is None:
                 return "No folded history in this conversation yet."
+            self._records.flush(state.context)
             folded = {i for event in state.events for i in event.folded_ids}
             pool: dict[str, Message] = {m.id: m for m in state.ledger}
             earlier = self._records.folded_ids(state.context)

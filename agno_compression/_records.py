@@ -1,5 +1,8 @@
 """Fold records for the manager: which store a run writes to, behind a cooldown, and what it writes.
 
+A fold's record is written on one background thread per manager, in fold order, so the model
+call after a fold never waits for the database's commit; the run's post-hook (and a checkpoint)
+waits for the run's records before agno stores the run, so a stored run's folds are stored too.
 A store that fails is left alone for ``cooldown`` seconds, so a dead database costs one timeout,
 not one per fold; every failure only warns (the run goes on).
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +65,13 @@ class FoldRecorder:
         self._lock = threading.Lock()
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._down_until: dict[int, float] = {}
+        self._writer: ThreadPoolExecutor | None = None
+
+    def _submit(self, write: Any, *args: Any) -> Future[None]:
+        with self._lock:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agno-compression-records")
+            return self._writer.submit(write, *args)
 
     def owner(self, run_context: Any, owner: Any, session: Any) -> RunOwner | None:
         """Who a registered run belongs to, with its store (``None`` without a session id)."""
@@ -126,6 +137,7 @@ class FoldRecorder:
             except Exception:
                 self.failed(owner.store)
                 raise
+            owner.loaded = loaded
             if not loaded.folds:
                 return messages
             return filter_folded(messages, loaded.folded_ids, loaded.summary if owner.history else None)
@@ -134,9 +146,18 @@ class FoldRecorder:
             return messages
 
     def record(self, owner: RunOwner | None, event: FoldEvent) -> None:
-        """Write the fold (folded ids and summary in one row, one transaction); a failure only warns."""
-        if owner is None or owner.store is None:
-            return
+        """Queue the fold's record (folded ids and summary in one row, one transaction)."""
+        if owner is not None and owner.store is not None:
+            owner.pending.append(self._submit(self._write, owner, event))
+
+    def flush(self, owner: RunOwner | None) -> None:
+        """Wait until the run's queued records are written (or have failed)."""
+        if owner is not None and owner.pending:
+            pending, owner.pending = owner.pending, []
+            wait(pending)
+
+    def _write(self, owner: RunOwner, event: FoldEvent) -> None:
+        assert owner.store is not None
         if not self.usable(owner.store):
             self.stats.add("records_skipped")
             return
@@ -156,32 +177,34 @@ class FoldRecorder:
         )
         try:
             event.record_id = owner.store.record(row)
-            self.stats.add("records_written")
         except Exception as exc:
             self.failed(owner.store)
             self.stats.add("record_failures")
             log.warning(
                 "agno-compression: could not record the fold of session %r (the run goes on): %s", owner.session_id, exc
             )
+            return
+        self.stats.add("records_written")
+        owner.written.append(event)
 
     def mirror(self, owner: RunOwner | None, session: Any) -> None:
-        """Mirror the session's compression totals into ``session_data``, readable without our table."""
-        if owner is None or session is None or owner.store is None or not self.usable(owner.store):
+        """Mirror the session's compression totals into ``session_data``, readable without our table.
+
+        The totals are the ones loaded when the run started plus the run's own records: no second query.
+        """
+        self.flush(owner)
+        if owner is None or session is None or owner.loaded is None:
             return
-        try:
-            loaded = owner.store.load(owner.session_id)
-        except Exception as exc:
-            self.failed(owner.store)
-            log.warning("agno-compression: could not read the session's compression records: %s", exc)
+        start, written = owner.loaded, owner.written
+        if not start.folds and not written:
             return
-        if not loaded.folds:
-            return
+        folded = set(start.folded_ids).union(*(e.folded_ids for e in written))
         data = session.session_data if isinstance(session.session_data, dict) else {}
         data["agno_compression"] = {
-            "folds": loaded.folds,
-            "folded_messages": len(loaded.folded_ids),
-            "tokens_saved": loaded.tokens_saved,
-            "newest_record_id": loaded.newest_id,
+            "folds": start.folds + len(written),
+            "folded_messages": len(folded),
+            "tokens_saved": start.tokens_saved + sum(max(0, e.tokens_before - e.tokens_after) for e in written),
+            "newest_record_id": written[-1].record_id if written else start.newest_id,
         }
         session.session_data = data
 

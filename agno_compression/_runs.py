@@ -18,10 +18,12 @@ from agno.models.message import Message
 from ._plan import is_summary
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from agno.models.base import Model
 
     from ._records import FoldEvent
-    from ._store import CompressionStore
+    from ._store import CompressionStore, SessionCompression
 
 MAX_TRACKED_RUNS = 256
 """Runs remembered at once; the oldest is forgotten first (a run whose post-hook never came)."""
@@ -42,6 +44,12 @@ class RunOwner:
     db: Any = None
     session: Any = None
     """agno's session object for the run, with the runs it loaded (``None`` when unknown)."""
+    loaded: SessionCompression | None = None
+    """The session's compression state when the run started (``None`` until loaded)."""
+    pending: list[Future[None]] = field(default_factory=list)
+    """Records of this run's folds still being written."""
+    written: list[FoldEvent] = field(default_factory=list)
+    """This run's folds whose records are written, in order."""
 
 
 @dataclass

@@ -14,8 +14,8 @@ from agno.models.message import Message
 
 from agno_compression import CompressionManager, ConfigError, ExtractiveSummarizer, TokenCounter
 from agno_compression._config import CHECKED
-from agno_compression._stats import STATS_KEYS
 from agno_compression._observations import TruncatePolicy
+from agno_compression._stats import STATS_KEYS
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
