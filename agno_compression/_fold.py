@@ -140,13 +140,18 @@ class Folder:
         plan = self.plan(state)
         if not plan.has_work:
             return False
-        size = cfg.counter_for(state.model).count_message
-        folded = sum(size(m) for m in plan.folded)
-        previous = sum(size(m) for m in (plan.history_summary, plan.progress_summary) if m)
+        counter = cfg.counter_for(state.model)
+        empty = counter.count_messages(())
+
+        def size(*messages: Message | None) -> int:  # through the counter's identity cache: no re-hashing
+            return counter.count_messages([m for m in messages if m is not None]) - empty
+
+        folded = size(*plan.folded)
+        previous = size(plan.history_summary, plan.progress_summary)
         summary = min(cfg.max_summary_tokens, previous + folded // 10 + 50)  # grows with what it absorbs
         freed = folded + previous - summary
         # new history summary: the current user message after it is no longer a cache hit either
-        rewrite = summary + (sum(size(m) for m in (*plan.before, plan.current) if m) if plan.history else 0)
+        rewrite = summary + (size(*plan.before, plan.current) if plan.history else 0)
         model_cost = 0 if isinstance(cfg.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
         gain = cfg.payback_calls * cfg.cache_rate * freed
         return freed > 0 and rewrite * (1 - cfg.cache_rate) + model_cost <= gain
