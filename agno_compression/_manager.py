@@ -33,7 +33,7 @@ from ._plan import drop_failed_calls, find_current_user, retain_turns
 from ._policies import PolicyAnswer, PolicyCall, aapply_policy, apply_policy, police
 from ._records import FoldEvent, FoldRecorder
 from ._recovery import guard_overflow
-from ._runner import SummarizerRunner, adrive, drive
+from ._runner import SummarizerRunner, adrive, degrades, drive
 from ._runs import RunRegistry, RunState
 from ._stats import Stats
 from ._store import CompressionStore, full_messages
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from agno.models.base import Model
 
 log = logging.getLogger("agno_compression")
+
+Tools = list[Any] | None
+"""Tool definitions of a model call, as agno passes them (``response_format`` and other keywords are ignored)."""
 
 __all__ = ["CompressionManager", "FoldEvent"]
 
@@ -242,31 +245,17 @@ class CompressionManager(AgnoCompressionManager):
 
     # --- agno's hooks: before each model call --------------------------------------------------------
 
+    @degrades("token count failed, not folding this call", False)
     def should_compress(
-        self,
-        messages: list[Message],
-        tools: list[Any] | None = None,
-        model: Model | None = None,
-        response_format: Any = None,
+        self, messages: list[Message], tools: Tools = None, model: Model | None = None, **_: Any
     ) -> bool:
-        try:
-            return drive(self._checks(messages, tools, model), apply_policy)
-        except Exception as exc:
-            log.warning("agno-compression: token count failed, not folding this call: %s", exc)
-            return False
+        return drive(self._checks(messages, tools, model), apply_policy)
 
+    @degrades("token count failed, not folding this call", False)
     async def ashould_compress(
-        self,
-        messages: list[Message],
-        tools: list[Any] | None = None,
-        model: Model | None = None,
-        response_format: Any = None,
+        self, messages: list[Message], tools: Tools = None, model: Model | None = None, **_: Any
     ) -> bool:
-        try:
-            return await adrive(self._checks(messages, tools, model), aapply_policy)
-        except Exception as exc:
-            log.warning("agno-compression: token count failed, not folding this call: %s", exc)
-            return False
+        return await adrive(self._checks(messages, tools, model), aapply_policy)
 
     def _checks(
         self, messages: list[Message], tools: list[Any] | None, model: Model | None
@@ -300,35 +289,25 @@ class CompressionManager(AgnoCompressionManager):
         current = find_current_user(messages)  # before the model answers: the run's own input is the newest user
         state.current = messages[current] if current is not None else None
 
+    @degrades("fold failed, the model call goes ahead unfolded", None)
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
-        try:
-            drive(self._folder.compress(self._runs.state(messages), run_metrics), self._summarize)
-        except Exception as exc:
-            log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
+        drive(self._folder.compress(self._runs.state(messages), run_metrics), self._summarize)
 
+    @degrades("fold failed, the model call goes ahead unfolded", None)
     async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
-        try:
-            await adrive(self._folder.compress(self._runs.state(messages), run_metrics), self._asummarize)
-        except Exception as exc:
-            log.warning("agno-compression: fold failed, the model call goes ahead unfolded: %s", exc)
+        await adrive(self._folder.compress(self._runs.state(messages), run_metrics), self._asummarize)
 
+    @degrades("could not fold after a context overflow", False)
     def recover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
         """Fold ``messages`` harder after a context-overflow error; True when the prompt got smaller."""
-        try:
-            steps = self._folder.recover(self._runs.state(messages), attempt, run_metrics, self._runner.fallback)
-            return drive(steps, self._summarize)
-        except Exception as exc:
-            log.warning("agno-compression: could not fold after a context overflow: %s", exc)
-            return False
+        state = self._runs.state(messages)
+        return drive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), self._summarize)
 
+    @degrades("could not fold after a context overflow", False)
     async def arecover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
         """Async ``recover_from_overflow``."""
-        try:
-            steps = self._folder.recover(self._runs.state(messages), attempt, run_metrics, self._runner.fallback)
-            return await adrive(steps, self._asummarize)
-        except Exception as exc:
-            log.warning("agno-compression: could not fold after a context overflow: %s", exc)
-            return False
+        state = self._runs.state(messages)
+        return await adrive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), self._asummarize)
 
     def _summarize(self, ask: tuple[Summarizer, Any]) -> Any:
         return self._runner.run(*ask)

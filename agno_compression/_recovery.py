@@ -63,6 +63,16 @@ def _dispatch(model: Any, name: str) -> Callable[..., Any]:
     return call
 
 
+def _fold_for(
+    exc: Exception, call: tuple[tuple[Any, ...], dict[str, Any]], manager: Any, attempt: int, last: bool
+) -> tuple[list[Any], int, Any] | None:
+    """``(messages, attempt, metrics)`` to fold when ``exc`` is a context overflow worth retrying; else ``None``."""
+    messages, metrics = _call_parts(*call, manager)
+    if last or messages is None or not is_context_overflow(exc):
+        return None
+    return messages, attempt + 1, metrics
+
+
 def _mark(wrapper: Any, original: Any) -> Any:
     functools.update_wrapper(wrapper, original)
     return wrapper
@@ -74,10 +84,8 @@ def _sync(original: Callable[..., Any], manager: Any, retries: int) -> Callable[
             try:
                 return original(*args, **kwargs)
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs, manager)
-                if attempt == retries or messages is None or not is_context_overflow(exc):
-                    raise
-                if not manager.recover_from_overflow(messages, attempt + 1, metrics):
+                fold = _fold_for(exc, (args, kwargs), manager, attempt, attempt == retries)
+                if fold is None or not manager.recover_from_overflow(*fold):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -90,10 +98,8 @@ def _async(original: Callable[..., Any], manager: Any, retries: int) -> Callable
             try:
                 return await original(*args, **kwargs)
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs, manager)
-                if attempt == retries or messages is None or not is_context_overflow(exc):
-                    raise
-                if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):
+                fold = _fold_for(exc, (args, kwargs), manager, attempt, attempt == retries)
+                if fold is None or not await manager.arecover_from_overflow(*fold):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -110,10 +116,8 @@ def _stream(original: Callable[..., Iterator[Any]], manager: Any, retries: int) 
                     yield chunk
                 return
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs, manager)
-                if started or attempt == retries or messages is None or not is_context_overflow(exc):
-                    raise
-                if not manager.recover_from_overflow(messages, attempt + 1, metrics):
+                fold = _fold_for(exc, (args, kwargs), manager, attempt, started or attempt == retries)
+                if fold is None or not manager.recover_from_overflow(*fold):
                     raise
 
     return _mark(invoke_stream, original)
@@ -131,10 +135,8 @@ def _astream(
                     yield chunk
                 return
             except Exception as exc:
-                messages, metrics = _call_parts(args, kwargs, manager)
-                if started or attempt == retries or messages is None or not is_context_overflow(exc):
-                    raise
-                if not await manager.arecover_from_overflow(messages, attempt + 1, metrics):
+                fold = _fold_for(exc, (args, kwargs), manager, attempt, started or attempt == retries)
+                if fold is None or not await manager.arecover_from_overflow(*fold):
                     raise
 
     return _mark(ainvoke_stream, original)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -58,6 +60,35 @@ async def adrive(steps: Generator[Ask, Answer, Result], answer: Callable[[Ask], 
                 ask = steps.send(reply)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+
+
+def degrades(failure: str, default: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a hook (sync or async) so an error logs ``failure`` and returns ``default``: never breaks a run."""
+
+    def decorate(hook: Callable[..., Any]) -> Callable[..., Any]:
+        def failed(exc: Exception) -> Any:
+            log.warning("agno-compression: %s: %s", failure, exc)
+            return default
+
+        if inspect.iscoroutinefunction(hook):
+
+            async def ahooked(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await hook(*args, **kwargs)
+                except Exception as exc:
+                    return failed(exc)
+
+            return functools.wraps(hook)(ahooked)
+
+        def hooked(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return hook(*args, **kwargs)
+            except Exception as exc:
+                return failed(exc)
+
+        return functools.wraps(hook)(hooked)
+
+    return decorate
 
 
 def _in_thread(
