@@ -33,12 +33,12 @@ from ._checkpoints import guard_checkpoints
 from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, note_overflow_owner, walk
 from ._config import check_options
 from ._exceptions import ConfigError, SummarizerError
+from ._messages import calls_by_id
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy, shorten_text
 from ._plan import (
     HISTORY,
     PROGRESS,
     FoldPlan,
-    calls_by_id,
     drop_failed_calls,
     filter_folded,
     find_current_user,
@@ -70,7 +70,7 @@ from ._summarizers import (
     resolve_strategy,
     strip_header,
 )
-from ._tokens import TokenCounter
+from .tokens import TokenCounter
 
 if TYPE_CHECKING:
     from agno.metrics import RunMetrics
