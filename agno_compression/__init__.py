@@ -37,7 +37,7 @@ from ._summarizers import (
     Summary,
     SummaryRequest,
 )
-from ._tokens import TokenCounter, count_tokens
+from .tokens import TokenCounter, count_tokens
 
 __version__ = "0.1.0"
 

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from agno.models.message import Message
 from agno.run.base import RunContext  # resolved at run time: agno injects the run's context by this annotation
 
-from ._plan import calls_by_id, tool_name_of
-from ._tokens import message_text
+from ._messages import called_tools, calls_by_id, message_text, tool_name_of
 
 SEARCH_TOOL_NAME = "search_folded_history"
 SEARCH_HINT = (
@@ -46,7 +45,7 @@ def search_messages(
     for m in reversed(pool):
         text = message_text(m, use_compressed_content=False)
         name = tool_name_of(m, calls) if m.role == "tool" else None
-        called = [c["function"]["name"] for c in m.tool_calls or [] if isinstance(c, dict) and "function" in c]
+        called = called_tools(m)
         if message_id and m.id != message_id:
             continue
         if tool_name and tool_name != name and tool_name not in called:

@@ -17,11 +17,12 @@ from agno.models.message import Message
 
 from ._ledger import json_strings
 from ._manager import CompressionManager, FoldEvent
+from ._messages import message_text
 from ._plan import is_summary, pair_violations
 from ._replay import observations_as_tool_calls, replay
 from ._summarizers import extract_facts
-from ._tokens import TokenCounter, message_text
 from ._trajectories import Trajectory
+from .tokens import TokenCounter
 
 CACHE_RATES = (0.1, 0.25)
 """What a cached prompt prefix is billed at, as a share of the normal input price (OpenAI, Gemini ~0.1; 0.25 kept

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agno.models.message import Message
 
 from ._archive import SEARCH_HINT
+from ._messages import calls_by_id
 from ._observations import shorten_text
-from ._plan import HISTORY, PROGRESS, FoldPlan, calls_by_id, make_summary_message, plan_fold
+from ._plan import HISTORY, PROGRESS, FoldPlan, make_summary_message, plan_fold
 from ._records import FoldEvent, FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
@@ -30,7 +31,7 @@ from ._summarizers import (
     mask_placeholder,
     strip_header,
 )
-from ._tokens import TokenCounter
+from .tokens import TokenCounter
 
 if TYPE_CHECKING:
     from agno.metrics import RunMetrics

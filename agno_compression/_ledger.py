@@ -11,7 +11,6 @@ summary has to shrink.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._plan import calls_by_id, is_summary, result_ids, tool_name_of
-from ._tokens import message_text
+from ._messages import call_arguments, calls_by_id, message_text, one_line, result_ids, tool_name_of
+from ._plan import is_summary
 
 SECTION = "Working state"
 
@@ -76,16 +75,6 @@ def json_strings(value: Any) -> list[str]:
     return [] if value is None else [str(value)]
 
 
-def _arguments(call: dict[str, Any]) -> Any:
-    raw = call.get("function", {}).get("arguments", "") if isinstance(call, dict) else ""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw
-
-
 def paths_in(text: str) -> list[str]:
     """File and folder paths in ``text``, exactly as written, in order of first appearance."""
     out = []
@@ -101,13 +90,8 @@ def paths_in(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _clean_where(text: str) -> str:
-    return _one_line(re.sub(r"[(),]", " ", text), 60)
+    return one_line(re.sub(r"[(),]", " ", text), 60)
 
 
 def outcome_of(text: str, failed: bool = False) -> str:
@@ -235,7 +219,7 @@ def _shell_kind(command: str) -> str | None:
 def _command_line(command: str) -> str:
     """The first line of a command, for the ledger (edits can carry whole files)."""
     first = next((ln for ln in command.strip().splitlines() if ln.strip()), "")
-    return _one_line(first.replace("`", "'"), 160)
+    return one_line(first.replace("`", "'"), 160)
 
 
 def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
@@ -253,12 +237,12 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
             ledger.add("tests", _TEST.findall(own))
             ledger.add("urls", _URL.findall(own))
             ledger.add("ids", _ID.findall(own))
-            ledger.add("open items", [_one_line(x, 160) for x in _OPEN.findall(own)][-3:])
+            ledger.add("open items", [one_line(x, 160) for x in _OPEN.findall(own)][-3:])
             for call in m.tool_calls or []:
                 if not isinstance(call, dict):
                     continue
                 tool = str(call.get("function", {}).get("name") or "tool")
-                args = _arguments(call)
+                args = call_arguments(call)
                 joined = "\n".join(json_strings(args))
                 kind, command = _file_action(tool, args)
                 shell = _shell_kind(command) if command else None
@@ -267,7 +251,7 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 ledger.add("tests", _TEST.findall(joined))
                 ledger.add("urls", _URL.findall(joined))
                 ledger.add("ids", _ID.findall(joined))
-                label = _command_line(command) if command else _one_line(f"{tool} {' '.join(found)}".strip(), 80)
+                label = _command_line(command) if command else one_line(f"{tool} {' '.join(found)}".strip(), 80)
                 if call.get("id"):
                     pending[str(call["id"])] = label
                 if command:

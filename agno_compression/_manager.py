@@ -38,7 +38,7 @@ from ._runs import RunRegistry, RunState
 from ._stats import Stats
 from ._store import CompressionStore, full_messages
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
-from ._tokens import TokenCounter
+from .tokens import TokenCounter
 
 if TYPE_CHECKING:
     from collections.abc import Generator

@@ -720,7 +720,7 @@ class ObservationSummaryPolicy:
 
     def _count(self, text: str) -> int:
         if self.count_tokens is None:
-            from ._tokens import count_tokens
+            from .tokens import count_tokens
 
             return count_tokens(text)
         return self.count_tokens(text)

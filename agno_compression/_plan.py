@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agno.models.message import Message
+
+from ._messages import call_ids, result_ids
 
 SUMMARY_MARKER = "agno_compression_summary"
 """Attribute set on the summary messages this package injects (never persisted by agno); its value is the kind."""
@@ -55,28 +56,6 @@ def is_summary(message: Message) -> bool:
     """True for a summary message injected by agno-compression."""
     extra = getattr(message, "__pydantic_extra__", None)
     return bool(extra.get(SUMMARY_MARKER, False)) if extra else False
-
-
-def call_ids(message: Message) -> list[str]:
-    """The ids of the tool calls an assistant message makes, in order."""
-    if message.role != "assistant" or not message.tool_calls:
-        return []
-    ids = []
-    for call in message.tool_calls:
-        if isinstance(call, dict) and call.get("id"):
-            ids.append(str(call["id"]))
-    return ids
-
-
-def result_ids(message: Message) -> set[str]:
-    """The call ids a tool message answers (Gemini puts several results in one message)."""
-    if message.role != "tool":
-        return set()
-    ids = {str(message.tool_call_id)} if message.tool_call_id else set()
-    for call in message.tool_calls or []:
-        if isinstance(call, dict) and call.get("tool_call_id"):
-            ids.add(str(call["tool_call_id"]))
-    return ids
 
 
 def make_summary_message(text: str, kind: str = HISTORY) -> Message:
@@ -299,28 +278,6 @@ def pair_violations(messages: Sequence[Message], *, allow_pending_last: bool = T
             if cid not in answered:
                 violations.append(PairViolation(i, "missing_result", cid))
     return violations
-
-
-def tool_name_of(message: Message, calls: dict[str, Any] | None = None) -> str:
-    """The tool name of a tool result message, looked up in ``calls`` (id -> call) if not set."""
-    if message.tool_name:
-        return message.tool_name
-    for cid in result_ids(message):
-        call = (calls or {}).get(cid)
-        if isinstance(call, dict):
-            return str(call.get("function", {}).get("name") or "tool")
-    return "tool"
-
-
-def calls_by_id(messages: Iterable[Message]) -> dict[str, dict[str, Any]]:
-    """Every tool call made in ``messages``, by id."""
-    out: dict[str, dict[str, Any]] = {}
-    for m in messages:
-        if m.role == "assistant":
-            for call in m.tool_calls or []:
-                if isinstance(call, dict) and call.get("id"):
-                    out[str(call["id"])] = call
-    return out
 
 
 def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summary_text: str | None) -> list[Message]:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ._store import records_of_run
-from ._tokens import PROMPT_OVERHEAD, TokenCounter
+from .tokens import TokenCounter
+from .tokens._counter import PROMPT_OVERHEAD
 
 
 @dataclass

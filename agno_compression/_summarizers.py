@@ -16,7 +16,6 @@ a ``Summary``. Three come with the package:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +26,8 @@ from agno.models.message import Message
 
 from . import _ledger
 from ._exceptions import ConfigError, SummarizerError
-from ._plan import HISTORY, PROGRESS, calls_by_id, is_summary, tool_name_of
-from ._tokens import message_text
+from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
+from ._plan import HISTORY, PROGRESS, is_summary
 
 if TYPE_CHECKING:
     from agno.models.base import Model
@@ -126,19 +125,6 @@ def extract_facts(text: str) -> dict[str, list[str]]:
     }
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _call_repr(call: dict[str, Any], limit: int) -> str:
-    fn = call.get("function", {}) if isinstance(call, dict) else {}
-    args = fn.get("arguments", "")
-    if not isinstance(args, str):
-        args = json.dumps(args, ensure_ascii=False, default=str)
-    return f"{fn.get('name', 'tool')}({_one_line(args, limit)})"
-
-
 @dataclass(kw_only=True)
 class ExtractiveSummarizer:
     """Deterministic, model-free summary of the folded span: working-state ledger, requests, steps, latest state."""
@@ -174,19 +160,19 @@ class ExtractiveSummarizer:
                 continue
             text = message_text(m, use_compressed_content=False)
             if m.role == "user":
-                line = f"- {_one_line(text, self.request_chars)}"
+                line = f"- {one_line(text, self.request_chars)}"
                 if line not in requests:
                     requests.append(line)
             elif m.role == "assistant":
                 if m.content:
-                    latest = [f"- {_one_line(str(m.content), self.reasoning_chars * 2)}"]
-                    steps.append(f"- assistant: {_one_line(str(m.content), self.reasoning_chars)}")
-                steps.extend(f"- call {_call_repr(c, self.call_chars)}" for c in m.tool_calls or [])
+                    latest = [f"- {one_line(str(m.content), self.reasoning_chars * 2)}"]
+                    steps.append(f"- assistant: {one_line(str(m.content), self.reasoning_chars)}")
+                steps.extend(f"- call {call_repr(c, self.call_chars)}" for c in m.tool_calls or [])
             elif m.role in ("tool", "function"):  # "function": the legacy OpenAI result role
                 steps.append(self._observation_line(m, text, calls))
             elif m.role not in ("system", "developer"):
                 # an unknown role's text is data of unknown origin: quote it like a tool output
-                steps.append(f'- {m.role} message » "{_one_line(text, self.reasoning_chars)}"')
+                steps.append(f'- {m.role} message » "{one_line(text, self.reasoning_chars)}"')
         ledger = _ledger.build(request.messages, request.previous)
         text = _fit(
             header=HEADERS.get(request.kind, SUMMARY_HEADER),
@@ -212,8 +198,8 @@ class ExtractiveSummarizer:
         exit_codes = _EXIT.findall(text)
         if exit_codes:
             parts.append(f"exit {exit_codes[-1]}")
-        errors = [_one_line(ln, 120) for ln in lines if _ERROR_LINE.search(ln)][: self.error_lines]
-        tail = [_one_line(ln, 120) for ln in lines[-self.tail_lines :]] if self.tail_lines else []
+        errors = [one_line(ln, 120) for ln in lines if _ERROR_LINE.search(ln)][: self.error_lines]
+        tail = [one_line(ln, 120) for ln in lines[-self.tail_lines :]] if self.tail_lines else []
         body = "; ".join(parts)
         quoted = " | ".join(dict.fromkeys(errors + tail))
         return f"- result {name} [{message.tool_call_id or '-'}]: {body}" + (f' » "{quoted}"' if quoted else "")
@@ -327,7 +313,7 @@ def _fit(
         if count(text) <= max_tokens:
             return text
         for name in ("Earlier summary", "User requests", "Latest state", "Steps"):
-            parts[name] = [_one_line(x, limit) for x in parts[name]]
+            parts[name] = [one_line(x, limit) for x in parts[name]]
         text = _render(header, parts)
     return text
 

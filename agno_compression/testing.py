@@ -28,7 +28,7 @@ from agno.models.base import Model
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 
-from ._tokens import TokenCounter
+from .tokens import TokenCounter
 
 
 @dataclass(frozen=True)

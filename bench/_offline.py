@@ -20,8 +20,9 @@ from typing import Any
 from agno.models.message import Message
 
 from agno_compression._summarizers import extract_facts
-from agno_compression._tokens import _RANK_FILES, TokenCounter, _read_rank_bytes
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo
+from agno_compression.tokens import TokenCounter
+from agno_compression.tokens._ranks import _RANK_FILES, _read_rank_bytes
 
 _COUNTER = TokenCounter("gpt-4o")
 

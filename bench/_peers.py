@@ -31,11 +31,12 @@ from _replays import Replayed, facts_by_kind
 from agno.models.message import Message
 
 from agno_compression._eval import acted_on_facts, cached_costs, fact_retention
+from agno_compression._messages import message_text
 from agno_compression._plan import pair_violations
 from agno_compression._replay import END_OF_RECORDING, observations_as_tool_calls, split_turns
-from agno_compression._tokens import TokenCounter, message_text
 from agno_compression._trajectories import Trajectory
 from agno_compression.testing import Reply
+from agno_compression.tokens import TokenCounter
 
 _COUNTER = TokenCounter("gpt-4o")
 

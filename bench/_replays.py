@@ -26,11 +26,12 @@ from agno.models.message import Message
 
 from agno_compression import CompressionManager
 from agno_compression._eval import acted_on_facts, cached_costs, fact_retention
+from agno_compression._messages import message_text
 from agno_compression._plan import pair_violations, plan_fold
 from agno_compression._replay import build_replay, observations_as_tool_calls, run_in_mode
 from agno_compression._summarizers import extract_facts
-from agno_compression._tokens import TokenCounter, message_text
 from agno_compression._trajectories import Trajectory
+from agno_compression.tokens import TokenCounter
 
 SETTINGS = ("none", "agno-compress", "agno-compaction", "extractive", "mask", "pipeline", "llm")
 """``none``; agno's ``CompressionManager(compress_token_limit=T)`` and ``Compaction(compact_at_tokens=T)``;

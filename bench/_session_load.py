@@ -27,7 +27,8 @@ from typing import Any
 
 from agno.models.message import Message
 
-from agno_compression._plan import call_ids, filter_folded
+from agno_compression._messages import call_ids
+from agno_compression._plan import filter_folded
 from agno_compression._store import CompressionRecord, SQLAlchemyStore
 
 SESSION_ID = "bench-load"

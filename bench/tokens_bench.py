@@ -28,7 +28,7 @@ from typing import Any
 
 from agno.models.message import Message
 
-from agno_compression._tokens import EstimateBackend, TextCounter, TiktokenBackend, TokenCounter
+from agno_compression.tokens import EstimateBackend, TextCounter, TiktokenBackend, TokenCounter
 
 TRAJECTORIES = Path(__file__).resolve().parents[1].parent / "shared" / "trajectories"
 REQUIRED_RATIO = 20.0

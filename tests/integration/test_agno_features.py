@@ -24,8 +24,8 @@ from agno.run.base import RunStatus
 from agno.team import Team
 
 from agno_compression import CompressionManager, ConfigError, full_messages
-from agno_compression._tokens import _RANK_FILES, _read_rank_bytes
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from agno_compression.tokens._ranks import _RANK_FILES, _read_rank_bytes
 from tests.integration.test_recovery import SECRET, STEPS, Server, gemini, gemini_handler, log_chunk, read_chunk, serve
 
 

@@ -40,7 +40,8 @@ from agno_compression import (
     TokenCounter,
     pair_violations,
 )
-from agno_compression._plan import HISTORY, SYSTEM_ROLES, call_ids, is_summary, result_ids, summary_kind
+from agno_compression._messages import call_ids, result_ids
+from agno_compression._plan import HISTORY, SYSTEM_ROLES, is_summary, summary_kind
 from agno_compression.testing import ScriptedModel
 from tests.reliability._profile import count, share
 from tests.strategies import agno_conversation

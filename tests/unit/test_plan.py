@@ -7,15 +7,14 @@ from agno.models.message import Message
 from hypothesis import given, settings
 
 from agno_compression import pair_violations, plan_fold
+from agno_compression._messages import call_ids, result_ids
 from agno_compression._plan import (
     HISTORY,
     PROGRESS,
-    call_ids,
     filter_folded,
     find_current_user,
     is_summary,
     make_summary_message,
-    result_ids,
     summary_kind,
 )
 from tests.strategies import conversation, examples

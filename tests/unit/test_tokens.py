@@ -1,4 +1,4 @@
-"""Tests of ``agno_compression._tokens``: exact counts offline, the estimate, calibration, caching, fallbacks."""
+"""Tests of ``agno_compression.tokens``: exact counts offline, the estimate, calibration, caching, fallbacks."""
 
 from __future__ import annotations
 
@@ -20,13 +20,10 @@ from agno.tools.function import Function
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agno_compression.tokens as tokens_api
 from agno_compression._exceptions import ConfigError
-from agno_compression._tokens import (
-    MESSAGE_OVERHEAD,
-    NAME_OVERHEAD,
-    PROMPT_OVERHEAD,
-    TOOL_CALL_OVERHEAD,
-    TOOL_RESULT_OVERHEAD,
+from agno_compression._messages import message_text, render_tools
+from agno_compression.tokens import (
     EstimateBackend,
     GeminiCountBackend,
     HFTokenizerBackend,
@@ -37,8 +34,13 @@ from agno_compression._tokens import (
     encoding_for_model,
     estimate_tokens,
     load_encoding,
-    message_text,
-    render_tools,
+)
+from agno_compression.tokens._counter import (
+    MESSAGE_OVERHEAD,
+    NAME_OVERHEAD,
+    PROMPT_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    TOOL_RESULT_OVERHEAD,
 )
 
 TRAJECTORIES = Path(__file__).resolve().parents[2].parent / "shared" / "trajectories"
@@ -793,6 +795,18 @@ def test_message_text_keeps_its_shape() -> None:
     assert message_text(tool) == "short"
     assert message_text(tool, False) == "long output"
     assert message_text(tool, use_compressed_content=False) == "long output"
+
+
+def test_tokens_all_is_complete_and_documented() -> None:
+    """``agno_compression.tokens`` exports exactly its public names, each defined there with its own docstring."""
+    public = {n for n, v in vars(tokens_api).items() if not n.startswith("_") and not isinstance(v, type(tokens_api))}
+    assert public == set(tokens_api.__all__), (public - set(tokens_api.__all__), set(tokens_api.__all__) - public)
+    for name in tokens_api.__all__:
+        obj = getattr(tokens_api, name)
+        assert obj.__module__.startswith("agno_compression.tokens."), name
+        doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+        # a dataclass without a docstring gets a generated "Name(field, ...)" one: not documentation
+        assert doc and doc.strip() and not doc.startswith(f"{name}("), f"{name} has no docstring"
 
 
 def test_count_tokens_accepts_text_messages_and_lists() -> None:

@@ -1,0 +1,213 @@
+"""Messages as text: the one place that renders a message, its tool calls, tool schemas and call ids.
+
+Token counts, summaries, the working-state ledger and the search of folded history all read messages
+through these functions, so what is counted is what is summarized and what is searched. Pure: nothing
+here counts, stores or mutates; nothing from the package is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agno.models.message import Message
+
+TOOLS_HEADER = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
+"""What OpenAI puts before the tool definitions of a request."""
+TOOLS_FOOTER = "} // namespace functions"
+"""What OpenAI puts after the tool definitions of a request."""
+
+
+# --- the text of a message -------------------------------------------------------------------
+def content_text(message: Message, use_compressed_content: bool) -> str:
+    """The text content of ``message`` (tool results may be compressed)."""
+    content: Any
+    if use_compressed_content and message.role == "tool" and message.compressed_content is not None:
+        content = message.compressed_content
+    else:
+        content = message.content
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text", "")) if part.get("type", "text") == "text" else "")
+            else:
+                parts.append(str(part))
+        return "\n".join(p for p in parts if p)
+    return json.dumps(content, default=str) if isinstance(content, dict) else str(content)
+
+
+def tool_call_texts(message: Message) -> list[tuple[str, str]]:
+    """``(name, arguments)`` of each tool call in ``message``, arguments as JSON text."""
+    calls = []
+    for call in message.tool_calls or []:
+        fn = call.get("function", call) if isinstance(call, dict) else {}
+        arguments = fn.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        calls.append((str(fn.get("name", "") or ""), arguments))
+    return calls
+
+
+def message_text(message: Message, use_compressed_content: bool = True) -> str:
+    """The text of ``message`` as a provider would receive it (tool results may be compressed).
+
+    Tool calls are appended as ``name(arguments)`` lines.
+    """
+    text = content_text(message, use_compressed_content)
+    calls = "\n".join(f"{name}({arguments})" for name, arguments in tool_call_texts(message))
+    if calls:
+        return f"{text}\n{calls}" if text else calls
+    return text
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --- tool calls ------------------------------------------------------------------------------
+def call_repr(call: dict[str, Any], limit: int) -> str:
+    """One tool call as ``name(arguments)`` on one line, its arguments cut to ``limit`` characters."""
+    fn = call.get("function", {}) if isinstance(call, dict) else {}
+    args = fn.get("arguments", "")
+    if not isinstance(args, str):
+        args = json.dumps(args, ensure_ascii=False, default=str)
+    return f"{fn.get('name', 'tool')}({one_line(args, limit)})"
+
+
+def call_arguments(call: dict[str, Any]) -> Any:
+    """The arguments of one tool call, decoded when they are JSON text (the raw text when not)."""
+    raw = call.get("function", {}).get("arguments", "") if isinstance(call, dict) else ""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw
+    return raw
+
+
+def called_tools(message: Message) -> list[str]:
+    """The names of the tools ``message`` calls, in order."""
+    return [c["function"]["name"] for c in message.tool_calls or [] if isinstance(c, dict) and "function" in c]
+
+
+# --- call ids --------------------------------------------------------------------------------
+def call_ids(message: Message) -> list[str]:
+    """The ids of the tool calls an assistant message makes, in order."""
+    if message.role != "assistant" or not message.tool_calls:
+        return []
+    ids = []
+    for call in message.tool_calls:
+        if isinstance(call, dict) and call.get("id"):
+            ids.append(str(call["id"]))
+    return ids
+
+
+def result_ids(message: Message) -> set[str]:
+    """The call ids a tool message answers (Gemini puts several results in one message)."""
+    if message.role != "tool":
+        return set()
+    ids = {str(message.tool_call_id)} if message.tool_call_id else set()
+    for call in message.tool_calls or []:
+        if isinstance(call, dict) and call.get("tool_call_id"):
+            ids.add(str(call["tool_call_id"]))
+    return ids
+
+
+def calls_by_id(messages: Iterable[Message]) -> dict[str, dict[str, Any]]:
+    """Every tool call made in ``messages``, by id."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in messages:
+        if m.role == "assistant":
+            for call in m.tool_calls or []:
+                if isinstance(call, dict) and call.get("id"):
+                    out[str(call["id"])] = call
+    return out
+
+
+def tool_name_of(message: Message, calls: dict[str, Any] | None = None) -> str:
+    """The tool name of a tool result message, looked up in ``calls`` (id -> call) if not set."""
+    if message.tool_name:
+        return message.tool_name
+    for cid in result_ids(message):
+        call = (calls or {}).get(cid)
+        if isinstance(call, dict):
+            return str(call.get("function", {}).get("name") or "tool")
+    return "tool"
+
+
+# --- tool definitions and response formats ---------------------------------------------------
+def tool_schema(tool: Any) -> dict[str, Any]:
+    """The function schema of an agno ``Function``, a ``{"type": "function", ...}`` dict or a plain dict."""
+    schema = tool.to_dict() if hasattr(tool, "to_dict") else tool
+    if not isinstance(schema, dict):
+        return {"name": str(schema)}
+    inner = schema.get("function")
+    return inner if isinstance(inner, dict) else schema
+
+
+def _render_type(schema: dict[str, Any], indent: int) -> str:
+    """A JSON-schema type in the TypeScript-like form OpenAI shows the model."""
+    kind = schema.get("type", "any")
+    if isinstance(kind, list):
+        return " | ".join(_render_type({**schema, "type": k}, indent) for k in kind)
+    if "enum" in schema:
+        return " | ".join(json.dumps(item, ensure_ascii=False) for item in schema["enum"])
+    if kind == "array":
+        return f"{_render_type(schema.get('items') or {}, indent)}[]"
+    if kind == "object" and schema.get("properties"):
+        return "{\n" + _render_properties(schema, indent + 2) + "\n" + " " * indent + "}"
+    for options in ("anyOf", "oneOf"):
+        if options in schema:
+            return " | ".join(_render_type(option, indent) for option in schema[options])
+    return {"integer": "number", "object": "object"}.get(str(kind), str(kind))
+
+
+def _render_properties(schema: dict[str, Any], indent: int) -> str:
+    """The properties of an object schema, one ``name?: type,`` line each with its description."""
+    required = set(schema.get("required") or ())
+    lines = []
+    for key, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        if prop.get("description"):
+            lines.append(f"// {prop['description']}")
+        optional = "" if key in required else "?"
+        lines.append(f"{key}{optional}: {_render_type(prop, indent)},")
+    return "\n".join(" " * indent + line for line in lines)
+
+
+def render_function(schema: dict[str, Any]) -> str:
+    """One tool as OpenAI renders it for the model (a ``type name = (_: {...}) => any;`` block)."""
+    lines = []
+    if schema.get("description"):
+        lines.append(f"// {schema['description']}")
+    parameters = schema.get("parameters") or {}
+    if parameters.get("properties"):
+        lines += [f"type {schema.get('name', '')} = (_: {{", _render_properties(parameters, 0), "}) => any;"]
+    else:
+        lines.append(f"type {schema.get('name', '')} = () => any;")
+    return "\n".join(lines) + "\n\n"
+
+
+def render_tools(tools: Sequence[Any] | None) -> str:
+    """Tool definitions as the text OpenAI puts in front of the conversation (empty without tools)."""
+    if not tools:
+        return ""
+    return TOOLS_HEADER + "".join(render_function(tool_schema(t)) for t in tools) + TOOLS_FOOTER
+
+
+def schema_text(output_schema: Any) -> str:
+    """A response format (JSON-schema dict or pydantic model class) as JSON text."""
+    if output_schema is None:
+        return ""
+    schema = output_schema
+    if isinstance(output_schema, type) and hasattr(output_schema, "model_json_schema"):
+        schema = output_schema.model_json_schema()
+    return json.dumps(schema, default=str)
