@@ -49,15 +49,8 @@ from ._plan import (
 )
 from ._recovery import guard_overflow
 from ._session_store import SessionDataStore
-from ._store import (
-    CompressionRecord,
-    CompressionStore,
-    full_messages,
-    load_counted,
-    store_for,
-    stored_ids_of,
-    usage_dict,
-)
+from ._sessions import full_messages, stored_ids_of
+from ._store import CompressionRecord, CompressionStore, load_counted, store_for, usage_dict
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,

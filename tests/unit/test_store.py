@@ -13,7 +13,8 @@ from sqlalchemy import create_engine, inspect, text
 
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pair_violations
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
-from agno_compression._store import TABLE_NAME, load_counted, stored_ids_of
+from agno_compression._sessions import stored_ids_of
+from agno_compression._store import TABLE_NAME, load_counted
 from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
 from tests.strategies import conversation, examples
 
