@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -26,6 +28,8 @@ from ._store import (
     store_for,
 )
 
+_ID = attrgetter("id")
+
 
 def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
     """Ids of the runs agno stored for ``session`` and of their messages (loaded with it), plus history in ``live``.
@@ -36,11 +40,14 @@ def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | No
     runs = session_runs(session) if session is not None else []
     if not runs:
         return None
-    ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
+    # Every run start of a long session builds this (10,000 message ids): C-level maps, empty ids dropped at the end.
+    ids = set(map(_ID, chain.from_iterable(getattr(run, "messages", None) or () for run in runs)))
     for run in runs:
-        ids.update(i for i in (getattr(run, "run_id", None), getattr(run, "parent_run_id", None)) if i)
-    ids.update(r.run_id for r in getattr(session, "runs", None) or [] if getattr(r, "run_id", None))
-    ids.update(m.id for m in live if getattr(m, "from_history", False) and m.id)
+        ids.update((getattr(run, "run_id", None), getattr(run, "parent_run_id", None)))
+    ids.update(getattr(r, "run_id", None) for r in getattr(session, "runs", None) or ())
+    ids.update([m.id for m in live if getattr(m, "from_history", False)])
+    ids.discard(None)
+    ids.discard("")
     return frozenset(ids)
 
 

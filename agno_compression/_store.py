@@ -12,9 +12,11 @@ Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreErro
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
@@ -29,6 +31,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     insert,
     inspect,
@@ -45,6 +48,8 @@ log = logging.getLogger("agno_compression")
 TABLE_NAME = "agno_compression_events"
 SCHEMA_VERSION = 1
 _LOCK_RETRIES = 5
+_CACHED_SESSIONS = 64
+"""Sessions whose parsed rows a store keeps (least recently loaded dropped first)."""
 
 
 @dataclass
@@ -102,10 +107,13 @@ class CompressionStore(Protocol):
         ...
 
 
-def _table(metadata: MetaData, name: str) -> Table:
+@functools.lru_cache(maxsize=64)
+def _table(schema: str | None, name: str) -> Table:
+    # One Table per schema and name for the whole process: SQLAlchemy caches compiled statements per Table,
+    # so a new store (a new agent or db object) on the same engine compiles nothing again.
     return Table(
         name,
-        metadata,
+        MetaData(schema=schema),
         Column("id", Integer, primary_key=True, autoincrement=True),
         Column("session_id", String(255), nullable=False),
         Column("owner_type", String(16), nullable=False),
@@ -140,8 +148,8 @@ def merge_rows(
     saved = folds = 0
     newest: int | None = None
     for row_id, run_id, ids, text, before, after in rows:
-        row_ids = [str(i) for i in ids or []]
-        if stored_ids is not None and run_id not in stored_ids and not all(i in stored_ids for i in row_ids):
+        row_ids = tuple(map(str, ids or ()))
+        if stored_ids is not None and run_id not in stored_ids and not all(map(stored_ids.__contains__, row_ids)):
             continue
         folded.update(row_ids)
         saved += max(0, int(before or 0) - int(after or 0))
@@ -171,9 +179,32 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
     return merge_rows(rows, stored_ids)
 
 
+_KNOWN_TABLES: set[tuple[str, str | None, str]] = set()
+"""Tables this process created or saw, by database URL, schema and name."""
+_KNOWN_LOCK = threading.Lock()
+
+
+def _known_key(engine: Engine, schema: str | None, name: str) -> tuple[str, str | None, str] | None:
+    url = engine.url
+    database = url.database or ""
+    in_memory = not database or ":memory:" in database or url.query.get("mode") == "memory"
+    if url.get_backend_name() == "sqlite" and in_memory:
+        return None  # an in-memory SQLite is a new database per engine (or per connection)
+    return url.render_as_string(hide_password=True), schema, name
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+
+
+@dataclass
+class _Parsed:
+    """A session's rows as a store parsed them: (id, created_at) -> the row as ``merge_rows`` reads it."""
+
+    rows: dict[tuple[Any, Any], tuple[Any, ...]]
+    merged: tuple[tuple[tuple[Any, Any], ...], SessionCompression] | None = None
+    """The merge of every row, and the keys of the rows it merged."""
 
 
 class SQLAlchemyStore:
@@ -184,9 +215,19 @@ class SQLAlchemyStore:
             raise ConfigError(f"table_name must be letters, digits and underscores, got {table_name!r}")
         self.engine = engine
         self.schema = schema if engine.dialect.name != "sqlite" else None
-        self.table = _table(MetaData(schema=self.schema), table_name)
+        self.table = t = _table(self.schema, table_name)
+        self._known = _known_key(engine, self.schema, table_name)
         self._ready = False
         self._lock = threading.Lock()
+        self._insert = insert(t)
+        self._select = select(t).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        self._keys = select(t.c.id, t.c.created_at).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        merged = select(t.c.id, t.c.created_at, *(t.c[name] for name in MERGE_FIELDS[1:]))
+        self._rows = merged.where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        self._rows_from = self._rows.where(t.c.id >= bindparam("first"))
+        self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
+        """The sessions this store loaded, least recently loaded first (``_read``)."""
+        self._parsed_lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, table_name: str = TABLE_NAME, schema: str | None = None) -> SQLAlchemyStore:
@@ -214,11 +255,15 @@ class SQLAlchemyStore:
     # --- schema --------------------------------------------------------------------------------------
 
     def ensure_table(self) -> None:
-        """Create the table and its index if missing; idempotent and safe against concurrent creators."""
+        """Create the table and its index if missing; idempotent and safe against concurrent creators.
+
+        Done once per process and database: a table this process created or saw is not checked again
+        (a write that then finds it gone creates it again).
+        """
         if self._ready:
             return
         with self._lock:
-            if self._ready:
+            if self._ready or self._seen():
                 return
             delay = 0.05
             for attempt in range(_LOCK_RETRIES):
@@ -237,7 +282,42 @@ class SQLAlchemyStore:
                         delay *= 2
                         continue
                     raise StoreError(f"cannot create table {self.table.name!r}: {exc}") from exc
-            self._ready = True
+            self._mark_ready()
+
+    def _seen(self) -> bool:
+        """Whether this process already created or saw the table (then this store is ready too)."""
+        with _KNOWN_LOCK:
+            if self._known is None or self._known not in _KNOWN_TABLES:
+                return False
+        self._ready = True
+        return True
+
+    def _mark_ready(self) -> None:
+        self._ready = True
+        if self._known is not None:
+            with _KNOWN_LOCK:
+                _KNOWN_TABLES.add(self._known)
+
+    def _table_exists(self) -> bool:
+        if self._ready or self._seen():
+            return True
+        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+            self._mark_ready()
+        return self._ready
+
+    def _table_lost(self) -> bool:
+        """After a failed statement: whether the table is gone (dropped, file replaced); forgets it if so."""
+        try:
+            if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+                return False
+        except SQLAlchemyError:
+            return False  # the database itself fails: the statement's own error says more
+        self._ready = False
+        with _KNOWN_LOCK:
+            _KNOWN_TABLES.discard(self._known)
+        with self._parsed_lock:
+            self._parsed.clear()
+        return True
 
     def _create(self) -> None:
         with self.engine.begin() as conn:
@@ -258,11 +338,11 @@ class SQLAlchemyStore:
         values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord) if f.name != "id"}
         values["folded_ids"] = list(row.folded_ids)
         delay = 0.05
+        recreated = False
         for attempt in range(_LOCK_RETRIES):
             try:
-                with self.engine.begin() as conn:
-                    result = conn.execute(insert(self.table).values(**values))
-                    pk = result.inserted_primary_key
+                with self.engine.begin() as conn:  # one statement, one transaction, no existence check first
+                    pk = conn.execute(self._insert, values).inserted_primary_key
                 row.id = int(pk[0]) if pk is not None and pk[0] is not None else None
                 return row.id or 0
             except SQLAlchemyError as exc:
@@ -270,18 +350,23 @@ class SQLAlchemyStore:
                     time.sleep(delay)
                     delay *= 2
                     continue
+                if not recreated and attempt + 1 < _LOCK_RETRIES and self._table_lost():
+                    recreated = True
+                    self.ensure_table()
+                    continue
                 raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
         raise StoreError("unreachable")  # pragma: no cover
 
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of ``session_id``, oldest first."""
-        t = self.table
         try:
             if not self._table_exists():
                 return []
             with self.engine.connect() as conn:
-                rows = conn.execute(select(t).where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
+                rows = conn.execute(self._select, {"sid": session_id}).mappings().all()
         except SQLAlchemyError as exc:
+            if self._table_lost():
+                return []
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
         names = [f.name for f in fields(CompressionRecord)]
         records = [CompressionRecord(**{n: r[n] for n in names}) for r in rows]
@@ -295,27 +380,56 @@ class SQLAlchemyStore:
         With ``stored_ids`` (``stored_ids_of``) a row counts only when its run or every message it folded
         is stored: a run that died before agno saved it leaves no summary behind.
         """
-        t = self.table
         try:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
-            query = (
-                select(t.c.id, t.c.run_id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
-                .where(t.c.session_id == session_id)
-                .order_by(t.c.id)
-            )
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
+            parsed, keys = self._read(session_id)
         except SQLAlchemyError as exc:
+            if self._table_lost():
+                return SessionCompression(frozenset(), None, 0)
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        return merge_rows(((r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows), stored_ids)
+        rows = [parsed.rows[k] for k in keys]
+        if stored_ids is not None:
+            # merge_rows' rule, row by row; usually every row counts and the merge below is reused.
+            counted = [r for r in rows if r[1] in stored_ids or all(map(stored_ids.__contains__, r[2]))]
+            if len(counted) < len(rows):
+                return merge_rows(counted)
+        merged = parsed.merged
+        if merged is None or merged[0] != keys:
+            merged = parsed.merged = (keys, merge_rows(rows))
+        return merged[1]
 
-    def _table_exists(self) -> bool:
-        if self._ready:
-            return True
-        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
-            self._ready = True
-        return self._ready
+    def _read(self, session_id: str) -> tuple[_Parsed, tuple[tuple[Any, Any], ...]]:
+        """The session's parsed rows and the keys of its rows now, oldest first; parses only rows not seen before.
+
+        Rows never change, so a row parsed once stays right while a row of that id and ``created_at`` exists
+        (the pair tells it from a row written under a reused id after a delete). The first load of a session
+        reads every row; later loads read the keys, then only the rows from the first new one on.
+        """
+        with self._parsed_lock:
+            parsed = self._parsed.get(session_id)
+        keys: tuple[tuple[Any, Any], ...] | None = None
+        with self.engine.connect() as conn:
+            if parsed is None:
+                fetched = conn.execute(self._rows, {"sid": session_id}).all()
+            else:
+                keys = tuple((r[0], r[1]) for r in conn.execute(self._keys, {"sid": session_id}))
+                missing = [k[0] for k in keys if k not in parsed.rows]
+                fetched = []
+                if missing:
+                    fetched = conn.execute(self._rows_from, {"sid": session_id, "first": min(missing)}).all()
+        new = {(r[0], r[1]): (r[0], r[2], tuple(map(str, r[3] or ())), r[4], r[5], r[6]) for r in fetched}
+        if parsed is None:
+            parsed, keys = _Parsed(new), tuple(new)
+        elif new:
+            parsed = _Parsed({**parsed.rows, **new})
+        with self._parsed_lock:
+            self._parsed[session_id] = parsed
+            self._parsed.move_to_end(session_id)
+            while len(self._parsed) > _CACHED_SESSIONS:
+                self._parsed.popitem(last=False)
+        assert keys is not None
+        return parsed, tuple(k for k in keys if k in parsed.rows)
 
 
 # Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
