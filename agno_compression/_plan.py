@@ -344,13 +344,15 @@ def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summar
         extra = m.__pydantic_extra__  # is_summary, inlined
         if extra and extra.get(SUMMARY_MARKER):
             continue
-        if not (m.from_history and m.id in folded):
+        if m.id not in folded or not m.from_history:
             others.append(m)
-        elif m.role == "tool":
+            continue
+        role = m.role
+        if role == "tool":
             folded_result_ids.append(m.tool_call_id)
             if m.tool_calls:
                 folded_multi.append(m)
-        elif m.role == "assistant" and m.tool_calls:
+        elif role == "assistant":
             folded_calls.append(m.tool_calls)
     by_cid: dict[str, list[int]] = {}  # call id -> the others naming it (the call or a result)
     cids_of: dict[int, list[str] | set[str]] = {}
@@ -363,10 +365,12 @@ def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summar
     kept = others
     if by_cid:
         # A drop takes every message linked to it through shared call ids (a call and all of its results).
-        linked = {str(c) for c in folded_result_ids if c}
-        linked.update(str(c["id"]) for calls in folded_calls for c in calls if isinstance(c, dict) and c.get("id"))
-        linked.update(cid for m in folded_multi for cid in result_ids(m))
-        spread = [i for cid in linked & by_cid.keys() for i in by_cid[cid]]
+        spread = [i for c in folded_result_ids if c and str(c) in by_cid for i in by_cid[str(c)]]
+        for calls in folded_calls:
+            for c in calls or ():
+                if isinstance(c, dict) and c.get("id") and str(c["id"]) in by_cid:
+                    spread += by_cid[str(c["id"])]
+        spread += (i for m in folded_multi for cid in result_ids(m) if cid in by_cid for i in by_cid[cid])
         gone = set(spread)
         while spread:
             for cid in cids_of[spread.pop()]:

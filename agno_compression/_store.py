@@ -5,9 +5,11 @@ The table (default name ``agno_compression_events``) lives next to agno's own ta
 holds the folded message ids *and* the summary that covers them, so both are written
 in one statement and one transaction (invariant 4). Rows are never updated: the folded
 set of a session is the union of its rows, the live summary is the newest row's.
-Concurrent writers (several processes on one session) therefore lose nothing.
+Concurrent writers (several processes on one session) therefore lose nothing, and a store
+may keep the rows it parsed: a later load of the session reads only the rows it has not seen.
 
-Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreError``.
+Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreError``. Reading
+agno's side of a session (its runs and messages, stats, snapshots) is ``_sessions``.
 """
 
 from __future__ import annotations
