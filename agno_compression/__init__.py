@@ -17,18 +17,8 @@ from ._observations import (
     truncate_output,
 )
 from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
-from ._store import (
-    CompressionRecord,
-    CompressionStore,
-    SessionCompression,
-    SessionStats,
-    SQLAlchemyStore,
-    compressed_view,
-    full_messages,
-    load_snapshot,
-    snapshot,
-    stats,
-)
+from ._sessions import SessionStats, compressed_view, full_messages, load_snapshot, snapshot, stats
+from ._store import CompressionRecord, CompressionStore, SessionCompression, SQLAlchemyStore
 from ._summarizers import (
     ExtractiveSummarizer,
     LLMSummarizer,

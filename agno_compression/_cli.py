@@ -133,7 +133,7 @@ def _is_sqlite(path: Path) -> bool:
 
 def _from_db(spec: str) -> list[Trajectory]:
     """Every session of an agno database as a recorded conversation (its full original messages)."""
-    from ._store import full_messages
+    from ._sessions import full_messages
 
     db = open_db(spec)
     name = Path(spec).stem if "://" not in spec else "db"
@@ -334,7 +334,7 @@ def _owner(session: Any) -> str:
 
 
 def _session(db: Any, session_id: str, spec: str) -> Any:
-    from ._store import _agno_session
+    from ._sessions import _agno_session
 
     session, _ = _agno_session(db, session_id)
     if session is None:
@@ -363,7 +363,8 @@ def inspect_command(
 
 
 def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, full: bool, as_json: bool) -> None:
-    from ._store import records_of_run, session_runs, stats, store_for
+    from ._sessions import records_of_run, session_runs, stats
+    from ._store import store_for
 
     handle = open_db(db, schema=schema)
     store = store_for(handle)
@@ -493,7 +494,8 @@ def report_command(
 ) -> None:
     """Draw prompt tokens per model call, with and without compression, folds marked."""
     from ._report import draw, session_series
-    from ._store import session_runs, store_for
+    from ._sessions import session_runs
+    from ._store import store_for
 
     if out.suffix not in (".png", ".svg"):
         raise fail(f"--out must end in .png or .svg, got {out.name!r}")

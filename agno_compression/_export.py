@@ -20,7 +20,7 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._store import _agno_session, compressed_view, session_runs
+from ._sessions import _agno_session, compressed_view, session_runs
 
 EXPORT_FORMAT = "agno-compression-export/1"
 

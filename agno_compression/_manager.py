@@ -35,8 +35,9 @@ from ._records import FoldEvent, FoldRecorder
 from ._recovery import guard_overflow
 from ._runner import SummarizerRunner, adrive, degrades, drive
 from ._runs import RunRegistry, RunState
+from ._sessions import full_messages
 from ._stats import Stats
-from ._store import CompressionStore, full_messages
+from ._store import CompressionStore
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
 from .tokens import TokenCounter
 

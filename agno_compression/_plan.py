@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agno.models.message import Message
 
@@ -290,26 +291,53 @@ def filter_folded(messages: Sequence[Message], folded_ids: Iterable[str], summar
     Summaries already in the list are removed; ``summary_text`` (if any) is inserted as
     a summary message right after the leading system messages. Pure: returns a new list.
     """
-    folded = set(folded_ids)
-    msgs = [m for m in messages if not is_summary(m)]
-    # Link messages that share a tool-call id into components (union-find on indices).
-    parent = list(range(len(msgs)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    first_with: dict[str, int] = {}
-    for i, m in enumerate(msgs):
-        for cid in [*call_ids(m), *result_ids(m)]:
-            if cid in first_with:
-                parent[find(i)] = find(first_with[cid])
-            else:
-                first_with[cid] = i
-    dropped_roots = {find(i) for i, m in enumerate(msgs) if m.from_history and m.id in folded}
-    kept = [m for i, m in enumerate(msgs) if find(i) not in dropped_roots]
+    folded = folded_ids if isinstance(folded_ids, (set, frozenset)) else set(folded_ids)
+    # This runs on every load of a long session (10,000 messages, most of them folded), so a folded message
+    # costs one look: it goes anyway, and matters only through the call ids it shares with the others.
+    others: list[Message] = []
+    folded_result_ids: list[Any] = []  # tool_call_id of each folded tool result
+    folded_calls: list[Any] = []  # tool_calls of each folded assistant message
+    folded_multi: list[Message] = []  # folded tool messages holding several results (Gemini)
+    for m in messages:
+        extra = m.__pydantic_extra__  # is_summary, inlined
+        if extra and extra.get(SUMMARY_MARKER):
+            continue
+        if m.id not in folded or not m.from_history:
+            others.append(m)
+            continue
+        role = m.role
+        if role == "tool":
+            folded_result_ids.append(m.tool_call_id)
+            if m.tool_calls:
+                folded_multi.append(m)
+        elif role == "assistant":
+            folded_calls.append(m.tool_calls)
+    by_cid: dict[str, list[int]] = {}  # call id -> the others naming it (the call or a result)
+    cids_of: dict[int, list[str] | set[str]] = {}
+    for i, m in enumerate(others):
+        cids = call_ids(m) or result_ids(m)  # by role, at most one of them is not empty
+        if cids:
+            cids_of[i] = cids
+            for cid in cids:
+                by_cid.setdefault(cid, []).append(i)
+    kept = others
+    if by_cid:
+        # A drop takes every message linked to it through shared call ids (a call and all of its results).
+        spread = [i for c in folded_result_ids if c and str(c) in by_cid for i in by_cid[str(c)]]
+        for calls in folded_calls:
+            for c in calls or ():
+                if isinstance(c, dict) and c.get("id") and str(c["id"]) in by_cid:
+                    spread += by_cid[str(c["id"])]
+        spread += (i for m in folded_multi for cid in result_ids(m) if cid in by_cid for i in by_cid[cid])
+        gone = set(spread)
+        while spread:
+            for cid in cids_of[spread.pop()]:
+                for j in by_cid[cid]:
+                    if j not in gone:
+                        gone.add(j)
+                        spread.append(j)
+        if gone:
+            kept = [m for i, m in enumerate(others) if i not in gone]
     if summary_text:
         head = 0
         while head < len(kept) and kept[head].role in SYSTEM_ROLES:

@@ -21,8 +21,9 @@ from agno.models.message import Message
 from ._plan import filter_folded
 from ._runs import RunOwner
 from ._session_store import SessionDataStore
+from ._sessions import stored_ids_of
 from ._stats import Stats
-from ._store import CompressionRecord, CompressionStore, load_counted, store_for, stored_ids_of
+from ._store import CompressionRecord, CompressionStore, load_counted, store_for
 
 log = logging.getLogger("agno_compression")
 

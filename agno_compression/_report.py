@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._store import records_of_run
+from ._sessions import records_of_run
 from .tokens import TokenCounter
 from .tokens._counter import PROMPT_OVERHEAD
 

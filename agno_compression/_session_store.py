@@ -24,7 +24,8 @@ from dataclasses import fields
 from typing import Any
 
 from ._exceptions import StoreError
-from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, _agno_session, merge_rows
+from ._sessions import _agno_session
+from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
 
 EVENTS_KEY = "agno_compression_events"
 _MAX_BOUND = 256

@@ -5,17 +5,20 @@ The table (default name ``agno_compression_events``) lives next to agno's own ta
 holds the folded message ids *and* the summary that covers them, so both are written
 in one statement and one transaction (invariant 4). Rows are never updated: the folded
 set of a session is the union of its rows, the live summary is the newest row's.
-Concurrent writers (several processes on one session) therefore lose nothing.
+Concurrent writers (several processes on one session) therefore lose nothing, and a store
+may keep the rows it parsed: a later load of the session reads only the rows it has not seen.
 
-Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreError``.
+Every value is a bound parameter; every SQLAlchemy error surfaces as ``StoreError``. Reading
+agno's side of a session (its runs and messages, stats, snapshots) is ``_sessions``.
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
@@ -30,6 +33,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     insert,
     inspect,
@@ -46,6 +50,8 @@ log = logging.getLogger("agno_compression")
 TABLE_NAME = "agno_compression_events"
 SCHEMA_VERSION = 1
 _LOCK_RETRIES = 5
+_CACHED_SESSIONS = 64
+"""Sessions whose parsed rows a store keeps (least recently loaded dropped first)."""
 
 
 @dataclass
@@ -103,10 +109,13 @@ class CompressionStore(Protocol):
         ...
 
 
-def _table(metadata: MetaData, name: str) -> Table:
+@functools.lru_cache(maxsize=64)
+def _table(schema: str | None, name: str) -> Table:
+    # One Table per schema and name for the whole process: SQLAlchemy caches compiled statements per Table,
+    # so a new store (a new agent or db object) on the same engine compiles nothing again.
     return Table(
         name,
-        metadata,
+        MetaData(schema=schema),
         Column("id", Integer, primary_key=True, autoincrement=True),
         Column("session_id", String(255), nullable=False),
         Column("owner_type", String(16), nullable=False),
@@ -141,8 +150,8 @@ def merge_rows(
     saved = folds = 0
     newest: int | None = None
     for row_id, run_id, ids, text, before, after in rows:
-        row_ids = [str(i) for i in ids or []]
-        if stored_ids is not None and run_id not in stored_ids and not all(i in stored_ids for i in row_ids):
+        row_ids = tuple(map(str, ids or ()))
+        if stored_ids is not None and run_id not in stored_ids and not all(map(stored_ids.__contains__, row_ids)):
             continue
         folded.update(row_ids)
         saved += max(0, int(before or 0) - int(after or 0))
@@ -155,23 +164,6 @@ def merge_rows(
 
 MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
 """The fields of a stored row ``merge_rows`` reads, in its order."""
-
-
-def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
-    """Ids of the runs agno stored for ``session`` and of their messages (loaded with it), plus history in ``live``.
-
-    Run and message ids are both uuid4s, so one set holds both. ``None`` when the session has no loaded runs
-    (a member's or a fresh session): nothing to check against.
-    """
-    runs = session_runs(session) if session is not None else []
-    if not runs:
-        return None
-    ids = {m.id for run in runs for m in getattr(run, "messages", None) or [] if m.id}
-    for run in runs:
-        ids.update(i for i in (getattr(run, "run_id", None), getattr(run, "parent_run_id", None)) if i)
-    ids.update(r.run_id for r in getattr(session, "runs", None) or [] if getattr(r, "run_id", None))
-    ids.update(m.id for m in live if getattr(m, "from_history", False) and m.id)
-    return frozenset(ids)
 
 
 def load_counted(store: CompressionStore, session_id: str, stored_ids: Collection[str] | None) -> SessionCompression:
@@ -189,9 +181,32 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
     return merge_rows(rows, stored_ids)
 
 
+_KNOWN_TABLES: set[tuple[str, str | None, str]] = set()
+"""Tables this process created or saw, by database URL, schema and name."""
+_KNOWN_LOCK = threading.Lock()
+
+
+def _known_key(engine: Engine, schema: str | None, name: str) -> tuple[str, str | None, str] | None:
+    url = engine.url
+    database = url.database or ""
+    in_memory = not database or ":memory:" in database or url.query.get("mode") == "memory"
+    if url.get_backend_name() == "sqlite" and in_memory:
+        return None  # an in-memory SQLite is a new database per engine (or per connection)
+    return url.render_as_string(hide_password=True), schema, name
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+
+
+@dataclass
+class _Parsed:
+    """A session's rows as a store parsed them: (id, created_at) -> the row as ``merge_rows`` reads it."""
+
+    rows: dict[tuple[Any, Any], tuple[Any, ...]]
+    merged: tuple[tuple[tuple[Any, Any], ...], SessionCompression] | None = None
+    """The merge of every row, and the keys of the rows it merged."""
 
 
 class SQLAlchemyStore:
@@ -202,9 +217,19 @@ class SQLAlchemyStore:
             raise ConfigError(f"table_name must be letters, digits and underscores, got {table_name!r}")
         self.engine = engine
         self.schema = schema if engine.dialect.name != "sqlite" else None
-        self.table = _table(MetaData(schema=self.schema), table_name)
+        self.table = t = _table(self.schema, table_name)
+        self._known = _known_key(engine, self.schema, table_name)
         self._ready = False
         self._lock = threading.Lock()
+        self._insert = insert(t)
+        self._select = select(t).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        self._keys = select(t.c.id, t.c.created_at).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        merged = select(t.c.id, t.c.created_at, *(t.c[name] for name in MERGE_FIELDS[1:]))
+        self._rows = merged.where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
+        self._rows_from = self._rows.where(t.c.id >= bindparam("first"))
+        self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
+        """The sessions this store loaded, least recently loaded first (``_read``)."""
+        self._parsed_lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, table_name: str = TABLE_NAME, schema: str | None = None) -> SQLAlchemyStore:
@@ -232,11 +257,15 @@ class SQLAlchemyStore:
     # --- schema --------------------------------------------------------------------------------------
 
     def ensure_table(self) -> None:
-        """Create the table and its index if missing; idempotent and safe against concurrent creators."""
+        """Create the table and its index if missing; idempotent and safe against concurrent creators.
+
+        Done once per process and database: a table this process created or saw is not checked again
+        (a write that then finds it gone creates it again).
+        """
         if self._ready:
             return
         with self._lock:
-            if self._ready:
+            if self._ready or self._seen():
                 return
             delay = 0.05
             for attempt in range(_LOCK_RETRIES):
@@ -255,7 +284,42 @@ class SQLAlchemyStore:
                         delay *= 2
                         continue
                     raise StoreError(f"cannot create table {self.table.name!r}: {exc}") from exc
-            self._ready = True
+            self._mark_ready()
+
+    def _seen(self) -> bool:
+        """Whether this process already created or saw the table (then this store is ready too)."""
+        with _KNOWN_LOCK:
+            if self._known is None or self._known not in _KNOWN_TABLES:
+                return False
+        self._ready = True
+        return True
+
+    def _mark_ready(self) -> None:
+        self._ready = True
+        if self._known is not None:
+            with _KNOWN_LOCK:
+                _KNOWN_TABLES.add(self._known)
+
+    def _table_exists(self) -> bool:
+        if self._ready or self._seen():
+            return True
+        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+            self._mark_ready()
+        return self._ready
+
+    def _table_lost(self) -> bool:
+        """After a failed statement: whether the table is gone (dropped, file replaced); forgets it if so."""
+        try:
+            if inspect(self.engine).has_table(self.table.name, schema=self.schema):
+                return False
+        except SQLAlchemyError:
+            return False  # the database itself fails: the statement's own error says more
+        self._ready = False
+        with _KNOWN_LOCK:
+            _KNOWN_TABLES.discard(self._known)
+        with self._parsed_lock:
+            self._parsed.clear()
+        return True
 
     def _create(self) -> None:
         with self.engine.begin() as conn:
@@ -276,11 +340,11 @@ class SQLAlchemyStore:
         values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord) if f.name != "id"}
         values["folded_ids"] = list(row.folded_ids)
         delay = 0.05
+        recreated = False
         for attempt in range(_LOCK_RETRIES):
             try:
-                with self.engine.begin() as conn:
-                    result = conn.execute(insert(self.table).values(**values))
-                    pk = result.inserted_primary_key
+                with self.engine.begin() as conn:  # one statement, one transaction, no existence check first
+                    pk = conn.execute(self._insert, values).inserted_primary_key
                 row.id = int(pk[0]) if pk is not None and pk[0] is not None else None
                 return row.id or 0
             except SQLAlchemyError as exc:
@@ -288,18 +352,23 @@ class SQLAlchemyStore:
                     time.sleep(delay)
                     delay *= 2
                     continue
+                if not recreated and attempt + 1 < _LOCK_RETRIES and self._table_lost():
+                    recreated = True
+                    self.ensure_table()
+                    continue
                 raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
         raise StoreError("unreachable")  # pragma: no cover
 
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of ``session_id``, oldest first."""
-        t = self.table
         try:
             if not self._table_exists():
                 return []
             with self.engine.connect() as conn:
-                rows = conn.execute(select(t).where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
+                rows = conn.execute(self._select, {"sid": session_id}).mappings().all()
         except SQLAlchemyError as exc:
+            if self._table_lost():
+                return []
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
         names = [f.name for f in fields(CompressionRecord)]
         records = [CompressionRecord(**{n: r[n] for n in names}) for r in rows]
@@ -313,27 +382,56 @@ class SQLAlchemyStore:
         With ``stored_ids`` (``stored_ids_of``) a row counts only when its run or every message it folded
         is stored: a run that died before agno saved it leaves no summary behind.
         """
-        t = self.table
         try:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
-            query = (
-                select(t.c.id, t.c.run_id, t.c.folded_ids, t.c.summary, t.c.tokens_before, t.c.tokens_after)
-                .where(t.c.session_id == session_id)
-                .order_by(t.c.id)
-            )
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).all()
+            parsed, keys = self._read(session_id)
         except SQLAlchemyError as exc:
+            if self._table_lost():
+                return SessionCompression(frozenset(), None, 0)
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        return merge_rows(((r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows), stored_ids)
+        rows = [parsed.rows[k] for k in keys]
+        if stored_ids is not None:
+            # merge_rows' rule, row by row; usually every row counts and the merge below is reused.
+            counted = [r for r in rows if r[1] in stored_ids or all(map(stored_ids.__contains__, r[2]))]
+            if len(counted) < len(rows):
+                return merge_rows(counted)
+        merged = parsed.merged
+        if merged is None or merged[0] != keys:
+            merged = parsed.merged = (keys, merge_rows(rows))
+        return merged[1]
 
-    def _table_exists(self) -> bool:
-        if self._ready:
-            return True
-        if inspect(self.engine).has_table(self.table.name, schema=self.schema):
-            self._ready = True
-        return self._ready
+    def _read(self, session_id: str) -> tuple[_Parsed, tuple[tuple[Any, Any], ...]]:
+        """The session's parsed rows and the keys of its rows now, oldest first; parses only rows not seen before.
+
+        Rows never change, so a row parsed once stays right while a row of that id and ``created_at`` exists
+        (the pair tells it from a row written under a reused id after a delete). The first load of a session
+        reads every row; later loads read the keys, then only the rows from the first new one on.
+        """
+        with self._parsed_lock:
+            parsed = self._parsed.get(session_id)
+        keys: tuple[tuple[Any, Any], ...] | None = None
+        with self.engine.connect() as conn:
+            if parsed is None:
+                fetched = conn.execute(self._rows, {"sid": session_id}).all()
+            else:
+                keys = tuple((r[0], r[1]) for r in conn.execute(self._keys, {"sid": session_id}))
+                missing = [k[0] for k in keys if k not in parsed.rows]
+                fetched = []
+                if missing:
+                    fetched = conn.execute(self._rows_from, {"sid": session_id, "first": min(missing)}).all()
+        new = {(r[0], r[1]): (r[0], r[2], tuple(map(str, r[3] or ())), r[4], r[5], r[6]) for r in fetched}
+        if parsed is None:
+            parsed, keys = _Parsed(new), tuple(new)
+        elif new:
+            parsed = _Parsed({**parsed.rows, **new})
+        with self._parsed_lock:
+            self._parsed[session_id] = parsed
+            self._parsed.move_to_end(session_id)
+            while len(self._parsed) > _CACHED_SESSIONS:
+                self._parsed.popitem(last=False)
+        assert keys is not None
+        return parsed, tuple(k for k in keys if k in parsed.rows)
 
 
 # Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
@@ -383,239 +481,3 @@ def usage_dict(metrics: Any) -> dict[str, Any] | None:
     except Exception:
         return None
     return {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool)) or v is None}
-
-
-def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
-    """The agno session ``session_id`` (agent, team or workflow) and its type, or ``(None, None)``."""
-    from agno.db.base import SessionType
-
-    if not isinstance(getattr(db, "db_engine", None), Engine) and getattr(db, "db_engine", None) is not None:
-        raise ConfigError(
-            f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
-        )
-    from agno.session import TeamSession, WorkflowSession
-
-    try:
-        # No type given: agno reads the row's stored session_type. Asking for a type does not filter;
-        # agno would deserialize a workflow or team row as whatever class was asked for.
-        session = db.get_session(session_id=session_id, session_type=None)
-    except Exception as exc:
-        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
-    if session is None:
-        return None, None
-    if isinstance(session, WorkflowSession):
-        return session, SessionType.WORKFLOW
-    return session, SessionType.TEAM if isinstance(session, TeamSession) else SessionType.AGENT
-
-
-def session_runs(session: Any, *, top_level: bool = False) -> list[Any]:
-    """The runs holding a session's messages, in order.
-
-    Agent and team sessions hold them in ``session.runs`` (a team's member runs included, with a
-    ``parent_run_id``). A workflow session keeps the runs of the agents and teams of its steps in
-    each workflow run's ``step_executor_runs`` (nested workflows inside those), so those are returned.
-    ``top_level`` keeps the runs agno loads as history: no member runs.
-    """
-    out: list[Any] = []
-    seen: set[str] = set()
-
-    def add(run: Any) -> None:
-        key = getattr(run, "run_id", None) or str(id(run))
-        if key not in seen:
-            seen.add(key)
-            out.append(run)
-
-    def walk_workflow(run: Any) -> None:
-        for executor in getattr(run, "step_executor_runs", None) or []:
-            if hasattr(executor, "step_executor_runs"):  # a nested workflow's run
-                walk_workflow(executor)
-                continue
-            if top_level and getattr(executor, "parent_run_id", None) not in (None, run.run_id):
-                continue  # a team member's run, stored beside its team's run
-            add(executor)
-            if not top_level:
-                for member in getattr(executor, "member_responses", None) or []:
-                    add(member)
-
-    for run in getattr(session, "runs", None) or []:
-        if hasattr(run, "step_executor_runs"):
-            walk_workflow(run)
-        elif not top_level or getattr(run, "parent_run_id", None) is None:
-            add(run)
-    return out
-
-
-def records_of_run(records: Iterable[CompressionRecord], run: Any) -> list[CompressionRecord]:
-    """The folds done in ``run``. An agent or team in a workflow step runs under the workflow run's id
-    (its fold records carry that id), so those are matched by the workflow run and the owner's id."""
-    owners = {getattr(run, "agent_id", None), getattr(run, "team_id", None)} - {None}
-    parent = getattr(run, "parent_run_id", None)
-    return [
-        r
-        for r in records
-        if r.run_id == run.run_id or (parent is not None and r.run_id == parent and r.owner_id in owners)
-    ]
-
-
-def full_messages(db: Any, session_id: str) -> list[Any]:
-    """Every original message of a session, in order, as agno stored it (for training-data export).
-
-    Reads agno's own stored runs (agent, team or workflow session; a team session includes its
-    members' runs, a workflow session the runs of its steps' agents and teams): history copies
-    (``from_history=True``) are skipped, everything else is kept with its full original content,
-    whatever was folded, summarized, masked or shortened in context.
-    """
-    session, _ = _agno_session(db, session_id)
-    if session is None:
-        return []
-    return [m for run in session_runs(session) for m in run.messages or [] if not m.from_history]
-
-
-def compressed_view(db: Any, session_id: str) -> list[Any]:
-    """The session as the model sees it now: newest system prompt, newest summary, then what was not folded.
-
-    Reconstructed from agno's stored runs (top-level runs only, as agno loads history) and the
-    fold records; masked or shortened tool outputs carry their in-context text in ``compressed_content``.
-    """
-    from ._plan import SYSTEM_ROLES, filter_folded
-
-    session, _ = _agno_session(db, session_id)
-    if session is None:
-        return []
-    messages = [m for run in session_runs(session, top_level=True) for m in run.messages or [] if not m.from_history]
-    store = store_for(db)
-    stored = stored_ids_of(session)
-    loaded = load_counted(store, session_id, stored) if store is not None else SessionCompression(frozenset(), None, 0)
-    system = [m for m in messages if m.role in SYSTEM_ROLES][-1:]
-    rest = [m.model_copy(update={"from_history": True}) for m in messages if m.role not in SYSTEM_ROLES]
-    return filter_folded([*system, *rest], loaded.folded_ids, loaded.summary)
-
-
-# --- stats and snapshots ---------------------------------------------------------------------------
-
-
-def _as_store(db_or_store: Any) -> CompressionStore:
-    if isinstance(db_or_store, CompressionStore):
-        return db_or_store
-    store = store_for(db_or_store)
-    if store is None:
-        raise ConfigError(f"{type(db_or_store).__name__} cannot keep compression records (not a synchronous agno db)")
-    return store
-
-
-@dataclass(frozen=True)
-class SessionStats:
-    """What compression did to one session, from its records."""
-
-    session_id: str
-    folds: int
-    """Number of folds recorded."""
-    folded_messages: int
-    """Distinct messages folded away (union over the folds)."""
-    tokens_saved: int
-    """Sum of prompt tokens before minus after each fold."""
-    strategies: dict[str, int]
-    """Folds per strategy (e.g. ``extractive``, ``llm``, ``llm->extractive`` after a fallback)."""
-    summarizer_models: list[str]
-    """Models that wrote summaries, if any."""
-    first_fold_at: float | None
-    last_fold_at: float | None
-    newest_record_id: int | None
-
-
-def stats(db_or_store: Any, session_id: str) -> SessionStats:
-    """Compression statistics of ``session_id`` from an agno db (``SqliteDb``, ``PostgresDb``, ...) or a store."""
-    rows = _as_store(db_or_store).events(session_id)
-    strategies: dict[str, int] = {}
-    for r in rows:
-        strategies[r.strategy] = strategies.get(r.strategy, 0) + 1
-    return SessionStats(
-        session_id=session_id,
-        folds=len(rows),
-        folded_messages=len({i for r in rows for i in r.folded_ids}),
-        tokens_saved=sum(max(0, r.tokens_before - r.tokens_after) for r in rows),
-        strategies=strategies,
-        summarizer_models=sorted({r.summarizer_model for r in rows if r.summarizer_model}),
-        first_fold_at=rows[0].created_at if rows else None,
-        last_fold_at=rows[-1].created_at if rows else None,
-        newest_record_id=rows[-1].id if rows else None,
-    )
-
-
-SNAPSHOT_FORMAT = "agno-compression-snapshot"
-
-
-def snapshot(db: Any, session_id: str) -> dict[str, Any]:
-    """A JSON-safe copy of a session: agno's session (every run, every original message) and its fold records.
-
-    ``load_snapshot`` writes it into another database, so a session can move between databases.
-    """
-    session, kind = _agno_session(db, session_id)
-    if session is None:
-        raise StoreError(f"no session {session_id!r} in {type(db).__name__}")
-    records = []
-    for r in _as_store(db).events(session_id):
-        row = {f.name: getattr(r, f.name) for f in fields(CompressionRecord) if f.name != "id"}
-        records.append(row)
-    return {
-        "format": SNAPSHOT_FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "session_id": session_id,
-        "session_type": kind.value,
-        "session": session.to_dict(),
-        "records": records,
-    }
-
-
-def load_snapshot(db: Any, data: dict[str, Any]) -> int:
-    """Write a ``snapshot`` into ``db``: upsert agno's session, append the records it does not have yet.
-
-    Returns the number of records added; loading the same snapshot twice adds nothing the second time.
-    """
-    from agno.session import AgentSession, TeamSession, WorkflowSession
-
-    if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
-        raise ConfigError("not an agno-compression snapshot (missing format marker)")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise ConfigError(f"snapshot schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    classes: dict[str, Any] = {"team": TeamSession, "workflow": WorkflowSession}
-    session_cls = classes.get(str(data.get("session_type")), AgentSession)
-    session = session_cls.from_dict(copy.deepcopy(data["session"]))  # agno's from_dict consumes its input
-    if session is None:
-        raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
-    store = _as_store(db)
-    from ._session_store import EVENTS_KEY, SessionDataStore
-
-    if isinstance(store, SessionDataStore):
-        # The records live in the session row being overwritten: keep the destination's own, and let the
-        # loop below add the snapshot's (the snapshot's session may carry rows of its source).
-        kept = store.rows(str(data["session_id"]))
-        session_data = session.session_data if isinstance(session.session_data, dict) else {}
-        session_data.pop(EVENTS_KEY, None)
-        if kept:
-            session_data[EVENTS_KEY] = kept
-        session.session_data = session_data
-    try:
-        db.upsert_session(session)
-        # agno keeps runs in their own table where the adapter has one; elsewhere they live in the session row.
-        for index, run in enumerate(session.runs or []):
-            try:
-                db.upsert_run(run, session_id=session.session_id, user_id=session.user_id, run_index=index)
-            except NotImplementedError:
-                break
-    except Exception as exc:
-        raise StoreError(f"cannot write session {data.get('session_id')!r}: {exc}") from exc
-
-    def key(r: CompressionRecord) -> tuple[Any, ...]:
-        # Milliseconds: MariaDB returns a DOUBLE with 15 significant digits, a unix time has 17.
-        return round(float(r.created_at), 3), r.strategy, tuple(r.folded_ids)
-
-    have = {key(r) for r in store.events(data["session_id"])}
-    added = 0
-    for row in data.get("records", []):
-        record = CompressionRecord(**row)
-        if key(record) in have:
-            continue
-        store.record(record)
-        added += 1
-    return added

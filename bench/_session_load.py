@@ -255,3 +255,36 @@ def run(workdir: Path, source: Sequence[Sequence[Message]], n_messages: int, n_f
     result.runs = runs
     assert result.messages == n, (result.messages, n)
     return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python bench/_session_load.py``: the session-load part of ``bench/run.py`` alone, as a table on stdout."""
+    import argparse
+    import sys
+    import tempfile
+
+    from agno_compression._trajectories import iter_shared_trajectories
+
+    here = Path(__file__).resolve().parent
+    parser = argparse.ArgumentParser(description="session load: agno's plain load versus ours (bench/run.py's part)")
+    parser.add_argument("--trajectories", type=Path, default=here.parent.parent / "shared" / "trajectories")
+    parser.add_argument("--session-messages", type=int, default=10_000)
+    parser.add_argument("--session-folds", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args(argv)
+    source = [t.messages for t in iter_shared_trajectories(args.trajectories)] if args.trajectories.is_dir() else []
+    with tempfile.TemporaryDirectory(prefix="agno-compression-load-") as tmp:
+        result = run(Path(tmp), source, args.session_messages, args.session_folds, args.repeats)
+    print(f"{result.messages:,} messages in {result.runs} runs, {result.folds} folds, {result.repeats} loads each")
+    print("mode | plain ms | filtered ms | ratio | get_session | history | store.load | filter_folded | left")
+    for t in result.times:
+        print(
+            f"{t.mode} | {t.plain_ms:.1f} | {t.filtered_ms:.1f} | {t.ratio:.2f}x | {t.get_session_ms:.1f} "
+            f"| {t.history_ms:.1f} | {t.store_load_ms:.1f} | {t.filter_ms:.1f} | {result.kept_after_filter:,}",
+            file=sys.stdout,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

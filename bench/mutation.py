@@ -45,6 +45,11 @@ class Target:
 
 
 M = "agno_compression."
+_STORE_TESTS = (
+    "tests/unit/test_store.py",
+    "tests/integration/test_persistence.py::test_three_runs_fold_filter_and_lose_nothing[sqlite]",
+    "tests/integration/test_persistence.py::test_folds_count_when_agno_leaves_tool_messages_out_of_storage",
+)
 TARGETS = {
     # fold planning, pair safety, filter on load
     "plan": Target(
@@ -82,17 +87,18 @@ TARGETS = {
             f"{M}_store.{name}__mutmut_*"
             for name in (
                 "x_merge_rows",
-                "x_stored_ids_of",
                 "x_load_counted",
                 "xǁSQLAlchemyStoreǁload",
                 "xǁSQLAlchemyStoreǁevents",
             )
         ),
-        (
-            "tests/unit/test_store.py",
-            "tests/integration/test_persistence.py::test_three_runs_fold_filter_and_lose_nothing[sqlite]",
-            "tests/integration/test_persistence.py::test_folds_count_when_agno_leaves_tool_messages_out_of_storage",
-        ),
+        _STORE_TESTS,
+    ),
+    # which stored messages and runs a fold row is checked against (agno's side of the session)
+    "sessions": Target(
+        "agno_compression/_sessions.py",
+        (f"{M}_sessions.x_stored_ids_of__mutmut_*",),
+        _STORE_TESTS,
     ),
     # the post-hook restore and the summarizer fallback, sync and async
     "manager": Target(

@@ -28,7 +28,7 @@ from agno_compression import (
 )
 from agno_compression._cli import app
 from agno_compression._plan import is_summary
-from agno_compression._store import _agno_session, session_runs
+from agno_compression._sessions import _agno_session, session_runs
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 runner = CliRunner()

@@ -13,7 +13,8 @@ from sqlalchemy import create_engine, inspect, text
 
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pair_violations
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
-from agno_compression._store import TABLE_NAME, load_counted, stored_ids_of
+from agno_compression._sessions import stored_ids_of
+from agno_compression._store import TABLE_NAME, SessionCompression, load_counted
 from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
 from tests.strategies import conversation, examples
 
@@ -64,6 +65,60 @@ def test_every_value_is_a_bound_parameter(store: SQLAlchemyStore) -> None:
     state = store.load(nasty)
     assert state.folded_ids == {nasty, 'quote"d'} and state.summary == nasty
     assert store.load("x").folds == 0
+
+
+def test_a_store_sees_rows_other_writers_add_after_its_first_load(store: SQLAlchemyStore) -> None:
+    """Loads reuse the rows a store parsed before: rows another store (process) appends still count."""
+    other = SQLAlchemyStore(store.engine, table_name=store.table.name, schema=store.schema)
+    first = store.record(row("s", ["a"], "first", run_id="r1"))
+    assert store.load("s").folded_ids == {"a"}
+    other.record(row("s", ["b"], "second", run_id="r2"))
+    loaded = store.load("s")
+    assert loaded.folded_ids == {"a", "b"} and loaded.summary == "second" and loaded.folds == 2
+    assert store.load("s", stored_ids=frozenset({"r1"})) == SessionCompression(frozenset({"a"}), "first", 1, first)
+    assert store.load("s", stored_ids=frozenset({"r1", "r2"})) == loaded
+
+
+def test_a_row_deleted_and_replaced_under_its_id_is_read_again(tmp_path: Path) -> None:
+    """SQLite reuses the highest id after a delete: the row's created_at tells the new row from the one parsed."""
+    store = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'x.db'}")
+    store.record(row("s", ["a"], "kept"))
+    gone = store.record(row("s", ["b"], "deleted", created_at=1.0))
+    assert store.load("s").folded_ids == {"a", "b"}
+    with store.engine.begin() as conn:
+        conn.execute(text(f"delete from {TABLE_NAME} where id = {gone}"))
+    assert store.record(row("s", ["c"], "new", created_at=2.0)) == gone
+    loaded = store.load("s")
+    assert loaded.folded_ids == {"a", "c"} and loaded.summary == "new"
+
+
+def test_a_dropped_table_reads_empty_and_the_next_fold_creates_it_again(store: SQLAlchemyStore) -> None:
+    store.record(row("s", ["a"]))
+    assert store.load("s").folds == 1
+    name = f'"{store.schema}".{TABLE_NAME}' if store.schema else TABLE_NAME
+    with store.engine.begin() as conn:
+        conn.execute(text(f"drop table {name}"))
+    fresh = SQLAlchemyStore(store.engine, schema=store.schema)
+    assert store.load("s").folds == 0 and fresh.load("s").folds == 0 and store.events("s") == []
+    fresh.record(row("s", ["b"]))
+    assert store.load("s").folded_ids == {"b"}
+
+
+def test_a_fold_on_a_known_table_is_one_insert(tmp_path: Path) -> None:
+    """The table is checked once per process and database: a new store's first fold is its INSERT alone."""
+    from sqlalchemy import event
+
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    SQLAlchemyStore.from_url(url).record(row("s", ["a"]))
+    writer, reader = SQLAlchemyStore.from_url(url), SQLAlchemyStore.from_url(url)
+    statements: list[str] = []
+    for store in (writer, reader):
+        event.listen(store.engine, "before_cursor_execute", lambda conn, cursor, sql, *rest: statements.append(sql))
+    writer.record(row("s", ["b"]))
+    assert [s.split()[0] for s in statements] == ["INSERT"], statements
+    statements.clear()
+    assert reader.load("s").folded_ids == {"a", "b"}
+    assert [s.split()[0] for s in statements] == ["SELECT"], statements
 
 
 def test_bad_table_name_is_rejected(tmp_path: Path) -> None:
@@ -173,6 +228,69 @@ def test_filter_folded_drops_a_whole_tool_batch_and_keeps_the_rest() -> None:
     # a current-run message with a folded id is never dropped
     same = Message(role="user", content="now", id=old_user.id)
     assert filter_folded([same], {same.id}, None) == [same]
+
+
+def _components_filter(msgs: list[Message], folded: set[str], summary: str | None) -> list[Message]:
+    """filter_folded by its definition: messages sharing a call id form one component, dropped whole."""
+    from agno_compression._plan import call_ids, make_summary_message, result_ids
+
+    live = [m for m in msgs if not is_summary(m)]
+    parent = list(range(len(live)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, m in enumerate(live):
+        for cid in [*call_ids(m), *result_ids(m)]:
+            parent[find(i)] = find(first.setdefault(cid, i))
+    dropped = {find(i) for i, m in enumerate(live) if m.from_history and m.id in folded}
+    kept = [m for i, m in enumerate(live) if find(i) not in dropped]
+    if summary:
+        head = next((i for i, m in enumerate(kept) if m.role not in SYSTEM_ROLES), len(kept))
+        kept.insert(head, make_summary_message(summary))
+    return kept
+
+
+@st.composite
+def tangled(draw: Any) -> list[Message]:
+    """Messages whose call ids are shared anyhow: across history and this run, several results per call,
+    results in one Gemini-style message, calls without an id, summaries anywhere."""
+    from agno_compression._plan import make_summary_message
+
+    cid = st.sampled_from(["c1", "c2", "c3", "c4", "c5"])
+    out: list[Message] = []
+    for k in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["system", "user", "assistant", "calls", "tool", "gemini", "summary"]))
+        history = draw(st.booleans())
+        if kind == "summary":
+            out.append(make_summary_message(f"old {k}"))
+        elif kind == "calls":
+            calls: list[dict[str, Any]] = [{"id": c, "type": "function"} for c in draw(st.lists(cid, max_size=3))]
+            calls += draw(st.lists(st.just({"type": "function"}), max_size=1))  # no id: links nothing
+            out.append(Message(role="assistant", tool_calls=calls, from_history=history))
+        elif kind == "tool":
+            out.append(Message(role="tool", tool_call_id=draw(st.one_of(st.none(), cid)), from_history=history))
+        elif kind == "gemini":
+            results = [{"tool_call_id": c} for c in draw(st.lists(cid, max_size=3))]
+            out.append(Message(role="tool", tool_calls=results, from_history=history))
+        else:
+            out.append(Message(role=kind, content=f"m{k}", from_history=history))
+    return out
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(tangled(), st.data(), st.one_of(st.none(), st.just("S")))
+def test_filter_folded_drops_exactly_the_components_of_folded_history(
+    msgs: list[Message], data: st.DataObject, summary: str | None
+) -> None:
+    ids = [m.id for m in msgs]
+    folded = set(data.draw(st.lists(st.sampled_from(ids), unique=True) if ids else st.just([])))
+    got = filter_folded(msgs, folded, summary)
+    want = _components_filter(msgs, folded, summary)
+    assert [m if not is_summary(m) else m.content for m in got] == [m if not is_summary(m) else m.content for m in want]
 
 
 def test_rows_count_only_when_their_run_or_every_folded_message_was_stored(store: SQLAlchemyStore) -> None:
