@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._store import records_of_run
-from ._tokens import PROMPT_OVERHEAD, TokenCounter
+from .._store import records_of_run
+from .._tokens import PROMPT_OVERHEAD, TokenCounter
 
 
 @dataclass
