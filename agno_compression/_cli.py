@@ -20,7 +20,7 @@ from rich.table import Table
 
 from . import __version__
 from ._exceptions import ConfigError, StoreError
-from ._trajectories import Trajectory, load_trajectories
+from .eval import Trajectory, load_trajectories
 
 app = typer.Typer(
     name="agno-compression",
@@ -192,7 +192,7 @@ def eval_command(
     ] = True,
 ) -> None:
     """Replay recorded conversations offline, with and without compression, and compare."""
-    from ._eval import evaluate, totals
+    from .eval import evaluate, totals
 
     if budget is None:
         budget = [16000]
@@ -493,9 +493,9 @@ def report_command(
     schema: SchemaOption = None,
 ) -> None:
     """Draw prompt tokens per model call, with and without compression, folds marked."""
-    from ._report import draw, session_series
     from ._sessions import session_runs
     from ._store import store_for
+    from .eval import draw, session_series
 
     if out.suffix not in (".png", ".svg"):
         raise fail(f"--out must end in .png or .svg, got {out.name!r}")

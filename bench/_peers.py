@@ -6,10 +6,11 @@ that return the recorded outputs, and, wherever the peer asks a model for a summ
 answering with the same deterministic stand-in ``_offline.digest`` agno's built-ins get. What the
 fake model receives at every call is converted into agno ``Message`` lists (role, content, tool calls
 with ids, tool call id) and measured exactly as our rows are: o200k tokens with
-``TokenCounter("gpt-4o").count_prompt`` (with the same tool definitions agno sends), cost with
-``_eval.cached_costs``, acted-on facts with ``_eval.acted_on_facts``, pair violations with
-``_plan.pair_violations``. Wall and CPU ratios are against the same peer replayed without
-compression (so they measure the peer's compression, not the peer against agno).
+``TokenCounter("gpt-4o").count_prompt`` (with the same tool definitions agno sends), then scored by
+``_replays.measured`` like our own rows (cost with ``eval.cached_costs``, acted-on facts with
+``eval.acted_on_facts``, pair violations with ``_plan.pair_violations``). Wall and CPU ratios are against
+the same peer replayed without compression (so they measure the peer's compression, not the peer against
+agno).
 
 Every adapter returns ``_replays.Replayed`` rows, so ``_report`` aggregates them with our own.
 Peers whose package is not installed are skipped (``available()``).
@@ -27,14 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _offline import digest
-from _replays import Replayed, facts_by_kind
+from _replays import Replayed, measured
 from agno.models.message import Message
 
-from agno_compression._eval import acted_on_facts, cached_costs, fact_retention
-from agno_compression._messages import message_text
-from agno_compression._plan import pair_violations
-from agno_compression._replay import END_OF_RECORDING, observations_as_tool_calls, split_turns
-from agno_compression._trajectories import Trajectory
+from agno_compression.eval import END_OF_RECORDING, Trajectory, observations_as_tool_calls, split_turns
 from agno_compression.testing import Reply
 from agno_compression.tokens import TokenCounter
 
@@ -155,34 +152,19 @@ def _row(
     trajectory: Trajectory, setting: str, threshold: int, script: Script, cap: Capture, wall: float, cpu: float
 ) -> Replayed:
     tokens = [_COUNTER.count_prompt(p, script.tools) for p in cap.prompts]
-    kept = total = biggest = 0
-    for folded, summary in cap.pairs:
-        k, t = fact_retention(folded, summary)
-        kept, total = kept + k, total + t
-        biggest = max(biggest, _COUNTER.count_text(summary))
-    by_kind, fact_tokens = facts_by_kind(cap.pairs)
-    return Replayed(
-        source=trajectory.source,
-        name=trajectory.name,
-        setting=setting,
-        threshold=threshold,
-        messages=len(observations_as_tool_calls(trajectory.messages)),
-        tokens=tokens,
-        violations=sum(len(pair_violations(p)) for p in cap.prompts),
+    return measured(
+        trajectory,
+        setting,
+        threshold,
+        cap.prompts,
+        tokens,
+        cap.pairs,
         wall=wall,
         cpu=cpu,
         folds=cap.folds,
         masks=cap.masks,
         summarizer_calls=cap.summarizer_calls,
-        facts_kept=kept,
-        facts_total=total,
-        max_summary_tokens=biggest,
-        facts_by_kind=by_kind,
-        fact_tokens=fact_tokens,
         errors=cap.errors,
-        costs=cached_costs(list(zip(cap.prompts, tokens, strict=True)), _COUNTER),
-        acted=frozenset(acted_on_facts(m for p in cap.prompts for m in p)),
-        final_text="\n".join(message_text(m) for m in cap.prompts[-1]) if cap.prompts else "",
     )
 
 

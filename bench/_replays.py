@@ -25,12 +25,18 @@ from typing import Any
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
-from agno_compression._eval import acted_on_facts, cached_costs, fact_retention
 from agno_compression._messages import message_text
 from agno_compression._plan import pair_violations, plan_fold
-from agno_compression._replay import build_replay, observations_as_tool_calls, run_in_mode
 from agno_compression._summarizers import extract_facts
-from agno_compression._trajectories import Trajectory
+from agno_compression.eval import (
+    Trajectory,
+    acted_on_facts,
+    cached_costs,
+    fact_retention,
+    last_prompt_text,
+    observations_as_tool_calls,
+    prepare_replay,
+)
 from agno_compression.tokens import TokenCounter
 
 SETTINGS = ("none", "agno-compress", "agno-compaction", "extractive", "mask", "pipeline", "llm")
@@ -169,9 +175,9 @@ class Replayed:
     facts_by_kind: dict[str, list[int]] = field(default_factory=dict)
     """Fact kind -> [kept, total] over every summary."""
     costs: list[float] = field(default_factory=list)
-    """Input cost with prompt caching, in token units, at each rate of ``agno_compression._eval.CACHE_RATES``."""
+    """Input cost with prompt caching, in token units, at each rate of ``agno_compression.eval.CACHE_RATES``."""
     acted: frozenset[str] = frozenset()
-    """Acted-on facts of everything the model was sent (``agno_compression._eval.acted_on_facts``)."""
+    """Acted-on facts of everything the model was sent (``agno_compression.eval.acted_on_facts``)."""
     final_text: str = ""
     """The text of the last model call's prompt, as sent."""
     composition: dict[str, int] = field(default_factory=dict)
@@ -294,41 +300,47 @@ def floors(requests: Sequence[Any]) -> tuple[list[int], int]:
     return out, fixed
 
 
-@dataclass
-class _Prepared:
-    agent: Any
-    model: Any
-    turns: list[Any]
+def measured(
+    trajectory: Trajectory,
+    setting: str,
+    threshold: int,
+    prompts: Sequence[Sequence[Message]],
+    tokens: list[int],
+    pairs: Sequence[tuple[Sequence[Message], str]],
+    *,
+    analyse: bool = True,
+    **fields: Any,
+) -> Replayed:
+    """The row of one replay, from what its model was sent (``prompts``, their sizes ``tokens``) and the summaries
+    it wrote (``pairs`` of folded originals and summary); ``fields`` fills the rest (timings, fold counts...).
 
-    def run(self) -> list[Any]:
-        """Each recorded user message as one run of the session, in order; the run outputs."""
-        outputs = []
-        for turn in self.turns:
-            outputs.append(run_in_mode(self.agent, turn.user, "sync"))
-            self.model.next_turn()
-        return outputs
-
-
-def _prepare(messages: Sequence[Message], manager: Any, db: Any, options: dict[str, Any]) -> _Prepared:
-    """The Agent ``agno_compression._replay.replay`` builds, plus ``options`` (agno's own strategies)."""
-    from agno.agent import Agent
-
-    system, turns, tools, model = build_replay(messages)
-    agent = Agent(
-        model=model,
-        tools=tools,
-        db=db,
-        session_id="bench",
-        system_message=system,
-        add_history_to_context=True,
-        num_history_runs=None,
-        tool_call_limit=None,
-        telemetry=False,
-        **options,
+    Our replays and the peers' are measured here alike. ``analyse=False`` skips violations, cost and acted-on
+    facts (replays that only repeat a timing).
+    """
+    kept = total = biggest = 0
+    for folded, summary in pairs:
+        k, t = fact_retention(folded, summary)
+        kept, total = kept + k, total + t
+        biggest = max(biggest, _COUNTER.count_text(summary))
+    by_kind, fact_tokens = facts_by_kind(pairs)
+    return Replayed(
+        source=trajectory.source,
+        name=trajectory.name,
+        setting=setting,
+        threshold=threshold,
+        messages=len(observations_as_tool_calls(trajectory.messages)),
+        tokens=tokens,
+        violations=sum(len(pair_violations(p)) for p in prompts) if analyse else 0,
+        facts_kept=kept,
+        facts_total=total,
+        max_summary_tokens=biggest,
+        facts_by_kind=by_kind,
+        fact_tokens=fact_tokens,
+        costs=cached_costs(list(zip(prompts, tokens, strict=True)), _COUNTER) if analyse else [],
+        acted=frozenset(acted_on_facts(m for p in prompts for m in p)) if analyse else frozenset(),
+        final_text=last_prompt_text(prompts) if analyse else "",
+        **fields,
     )
-    if manager is not None:
-        manager.attach(agent)
-    return _Prepared(agent=agent, model=model, turns=turns)
 
 
 def replay_one(
@@ -364,7 +376,7 @@ def replay_one(
         manager = _ours(setting, threshold, meter, summarizer, target_ratio)
     elif setting != "none":
         raise ValueError(f"unknown setting {setting!r}; expected one of {', '.join(SETTINGS)}")
-    prepared = _prepare(messages, manager, db, options)
+    prepared = prepare_replay(messages, manager=manager, db=db, session_id="bench", **options)
     model = prepared.model
     serve = model._reply
 
@@ -390,43 +402,29 @@ def replay_one(
         meter.summarizer_calls = (
             manager.stats.get("summarizer_calls", 0) if setting != "llm" else len(getattr(summarizer, "requests", []))
         )
-    by_kind, fact_tokens = facts_by_kind(meter.pairs)
     errors = sum(1 for out in outputs if getattr(out, "status", None) == RunStatus.error)
-    kept = total = biggest = 0
-    for folded, summary in meter.pairs:
-        k, t = fact_retention(folded, summary)
-        kept, total = kept + k, total + t
-        biggest = max(biggest, _COUNTER.count_text(summary))
     stats = manager.stats if manager is not None else {}
-    row = Replayed(
-        source=trajectory.source,
-        name=trajectory.name,
-        setting=setting,
-        threshold=threshold,
-        messages=len(messages),
-        tokens=[r.prompt_tokens for r in requests],
-        violations=sum(len(pair_violations(r.messages)) for r in requests) if analyse else 0,
+    row = measured(
+        trajectory,
+        setting,
+        threshold,
+        [r.messages for r in requests],
+        [r.prompt_tokens for r in requests],
+        meter.pairs,
+        analyse=analyse,
         wall=wall,
         per_call=meter.per_call if setting != "none" else [],
         folds=stats.get("folds", 0) if manager is not None else meter.folds,
         masks=stats.get("masks", 0),
         summarizer_calls=meter.summarizer_calls,
         summarizer_prompt_tokens=sum(r.prompt_tokens for r in getattr(summarizer, "requests", [])),
-        facts_kept=kept,
-        facts_total=total,
-        max_summary_tokens=biggest,
         floors=floor_counts,
         fixed_peak=fixed,
         errors=errors,
         cpu=cpu,
         machinery=meter.machinery,
         summarizer=meter.summarizer,
-        facts_by_kind=by_kind,
-        fact_tokens=fact_tokens,
         composition=composition(requests) if analyse else {},
-        costs=cached_costs([(r.messages, r.prompt_tokens) for r in requests], _COUNTER) if analyse else [],
-        acted=frozenset(acted_on_facts(m for r in requests for m in r.messages)) if analyse else frozenset(),
-        final_text="\n".join(message_text(m) for m in requests[-1].messages) if analyse and requests else "",
     )
     db.db_engine.dispose()
     db_file.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from typing import Any
 from _replays import OURS, Replayed
 from _session_load import LoadResult
 
-from agno_compression._trajectories import Trajectory
+from agno_compression.eval import Trajectory, acted_retained
 
 LONG = "long sessions"
 TOTAL = "all recorded"
@@ -102,10 +102,9 @@ class Agg:
         for i in range(min(len(row.costs), len(base.costs), 2)):
             self.costs[i] += row.costs[i]
             self.costs_none[i] += base.costs[i]
-        # what the uncompressed agent still has in its last prompt (agno's history window may drop old runs)
-        wanted = {f for f in base.acted if f in base.final_text}
-        self.acted_kept += sum(1 for f in wanted if f in row.final_text)
-        self.acted_total += len(wanted)
+        acted_kept, acted_total = acted_retained(base.acted, base.final_text, row.final_text)
+        self.acted_kept += acted_kept
+        self.acted_total += acted_total
         self.folds += row.folds
         self.masks += row.masks
         self.summarizer_calls += row.summarizer_calls
@@ -346,7 +345,7 @@ def render(
         "- Folds: our summary folds (`+ masking` = masking-only passes); agno-compress: `compress()` calls that "
         "compressed at least one tool result; agno-compaction: summaries written. Summarizer calls: calls of the "
         "summarizer (ours, the extractive one included) or of the stand-in model (agno: one per tool result, "
-        "one per compaction). Fact retention: `agno_compression._eval.fact_retention` of every summary against "
+        "one per compaction). Fact retention: `agno_compression.eval.fact_retention` of every summary against "
         "what it replaced (ids, paths, numbers, error names, exit codes, URLs), summed; largest summary in o200k "
         "tokens.",
         "- Machinery: wall time inside each strategy's hooks (ours: `should_compress`, `compress`, pre- and "

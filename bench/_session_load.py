@@ -263,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import sys
     import tempfile
 
-    from agno_compression._trajectories import iter_shared_trajectories
+    from agno_compression.eval import iter_shared_trajectories
 
     here = Path(__file__).resolve().parent
     parser = argparse.ArgumentParser(description="session load: agno's plain load versus ours (bench/run.py's part)")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from agno_compression import ObservationSummaryPolicy, TieredOutputPolicy, TokenCounter, TruncatePolicy
-from agno_compression._trajectories import iter_shared_trajectories
+from agno_compression.eval import iter_shared_trajectories
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {

@@ -46,8 +46,7 @@ import _report  # noqa: E402
 import _session_load  # noqa: E402
 from agno.models.message import Message  # noqa: E402
 
-from agno_compression._replay import observations_as_tool_calls  # noqa: E402
-from agno_compression._trajectories import Trajectory, iter_shared_trajectories  # noqa: E402
+from agno_compression.eval import Trajectory, iter_shared_trajectories, observations_as_tool_calls  # noqa: E402
 from agno_compression.tokens import TokenCounter  # noqa: E402
 
 DEFAULT_TRAJECTORIES = HERE.parent.parent / "shared" / "trajectories"

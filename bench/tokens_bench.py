@@ -65,7 +65,7 @@ def trajectory_messages(limit: int) -> list[Message]:
     path = TRAJECTORIES / "tau-bench" / "gpt-4o-airline.json"
     if not path.is_file():
         return []
-    from agno_compression._trajectories import load_trajectories
+    from agno_compression.eval import load_trajectories
 
     messages: list[Message] = [m for t in load_trajectories(path) for m in t.messages]
     return messages[:limit]

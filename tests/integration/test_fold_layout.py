@@ -13,9 +13,9 @@ from agno.models.message import Message
 from agno.tools.function import ToolResult
 
 from agno_compression import CompressionManager, full_messages
-from agno_compression._eval import cached_prefix, retention_at_end
 from agno_compression._plan import PROGRESS, is_summary, summary_kind
-from agno_compression._replay import run_in_mode
+from agno_compression.eval import run_in_mode
+from agno_compression.eval._scoring import cached_prefix, retention_at_end
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 from tests.checks import check_request
 

@@ -28,7 +28,7 @@ from werkzeug import Request, Response
 
 from agno_compression import CompressionManager, full_messages
 from agno_compression._recovery import is_context_overflow
-from agno_compression._replay import run_in_mode
+from agno_compression.eval import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 MODES = ("sync", "async", "stream", "astream")

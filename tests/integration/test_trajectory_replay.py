@@ -15,8 +15,14 @@ from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
 
 from agno_compression import CompressionManager, TokenCounter
-from agno_compression._replay import END_OF_RECORDING, observations_as_tool_calls, replay, split_turns
-from agno_compression._trajectories import Trajectory, iter_shared_trajectories
+from agno_compression.eval import (
+    END_OF_RECORDING,
+    Trajectory,
+    iter_shared_trajectories,
+    observations_as_tool_calls,
+    replay,
+    split_turns,
+)
 from tests.checks import check_request
 
 BUDGET = 16_000
@@ -92,8 +98,7 @@ def test_team_leader_delegation_loop_over_real_outputs(trajectories_dir: Path, t
     from agno.agent import Agent
     from agno.team import Team
 
-    from agno_compression._replay import run_in_mode
-    from agno_compression._trajectories import load_trajectories
+    from agno_compression.eval import load_trajectories, run_in_mode
     from agno_compression.testing import Reply, ScriptedModel, ToolCall
 
     path = trajectories_dir / "openhands" / "evaluation__benchmarks__multi_swe_bench__examples__output.jsonl"

@@ -11,7 +11,7 @@ from agno.models.message import Message
 
 from agno_compression import CompressionManager, FoldEvent
 from agno_compression._plan import is_summary
-from agno_compression._replay import run_in_mode
+from agno_compression.eval import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 BUDGET = 3_000

@@ -41,7 +41,7 @@ def bench(trajectories_dir: Path, tmp_path_factory: pytest.TempPathFactory):
         import _replays
         import run
 
-        from agno_compression._trajectories import iter_shared_trajectories
+        from agno_compression.eval import iter_shared_trajectories
 
         work = tmp_path_factory.mktemp("peers")
         real = list(iter_shared_trajectories(trajectories_dir))

@@ -95,7 +95,7 @@ from agno.agent import Agent  # noqa: E402
 from agno.db.sqlite import SqliteDb  # noqa: E402
 
 from agno_compression import CompressionManager, full_messages  # noqa: E402
-from agno_compression._trajectories import load_trajectories  # noqa: E402
+from agno_compression.eval import load_trajectories  # noqa: E402
 from agno_compression.testing import Reply, ScriptedModel, ToolCall  # noqa: E402
 from tests.pg import PgTarget, pg_schema  # noqa: E402, F401
 

@@ -18,7 +18,7 @@ from agno.team import Team
 
 from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline
 from agno_compression._plan import is_summary
-from agno_compression._replay import run_in_mode
+from agno_compression.eval import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 from tests.checks import check_request
 

@@ -671,7 +671,7 @@ def test_calibration_in_an_agent_session_with_tools() -> None:
     path = TRAJECTORIES / "tau-bench" / "gpt-4o-airline.json"
     if not path.is_file():
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (a fresh clone has no ../shared)")
-    from agno_compression._trajectories import load_trajectories
+    from agno_compression.eval import load_trajectories
 
     messages = max((t.messages for t in load_trajectories(path)), key=len)
     estimate, exact = TokenCounter(backend=EstimateBackend()), _exact()

@@ -11,7 +11,7 @@ import pytest
 from agno.models.message import Message
 
 from agno_compression._exceptions import ConfigError
-from agno_compression._trajectories import (
+from agno_compression.eval import (
     Trajectory,
     TrajectoryFormatError,
     iter_shared_trajectories,

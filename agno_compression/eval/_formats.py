@@ -1,59 +1,23 @@
-"""Recorded agent runs as agno ``Message`` lists, for replays, evaluation and benchmarks.
+"""The recording formats ``load_trajectories`` reads: detection, and each format as raw OpenAI-shaped messages.
 
-``load_trajectories`` reads one file or a directory and detects each file's format from its
-content. Supported formats:
-
-* **tau-bench** – a JSON list of ``{task_id, trial, traj}``; ``traj`` is OpenAI chat format.
-* **openhands** – an event ``history`` (JSONL of run records, a JSON list of records, or a JSON
-  list of events). Actions with ``tool_call_metadata`` become assistant tool calls (actions of one
-  model response form one assistant message), observations linked by ``cause`` become their
-  results. Old-style histories without ids pair an action with the observation right after it.
-* **swe-agent** – a ``.traj`` object; its ``history`` is used as is (falling back to
-  ``trajectory`` steps when there is no history).
-* **tapeagents** – a tape ``{metadata, steps}``: ``*_action`` steps become tool calls with ids
-  ``call_<step index>``, the observations after them their results, thoughts assistant text.
-* **mini-swe-agent** – a ``*.traj.json`` object ``{"info", "messages", "trajectory_format"}``: OpenAI-style
-  system/user/assistant messages (actions as ```bash blocks in the assistant text, observations as user
-  messages), ending with a ``role="exit"`` record, which is not part of the conversation and is dropped.
-* **openai-chat** – a JSON list of chat messages or an object with a ``messages`` list.
-
-In every chat-shaped format a message whose role is none of system/developer/user/assistant/tool is
-skipped, with one warning per file naming the roles, rather than failing the file.
-
-Every message gets the id ``"<trajectory name>:<index>"`` and ``created_at=0``, so two loads of
-a file are equal. Content is always a ``str`` and never shortened. Tool calls and results are
-made into valid OpenAI pairs: each result directly follows the assistant message holding its
-call; a call without a result is kept only as text unless it is in the last assistant turn of
-the run (a final pending call); a result without a call is kept as a user message; call ids
-reused within a run (tau-bench and SWE-agent replays do) get a ``_2``, ``_3``... suffix.
+Every converter returns runs of raw message dicts (role, ``str`` content, OpenAI ``tool_calls`` /
+``tool_call_id`` / ``tool_name``); ``_loaders`` pairs their tool calls and makes agno messages of them.
+The formats themselves are described in the docstring of ``agno_compression.eval._loaders``.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
-
-from agno.models.message import Message
-
-from ._exceptions import ConfigError
-
-__all__ = ["Trajectory", "TrajectoryFormatError", "iter_shared_trajectories", "load_trajectories"]
 
 Raw = dict[str, Any]
 """An OpenAI-shaped message dict: role, content, and tool_calls / tool_call_id / tool_name."""
 Run = tuple[str, list[Raw]]
 """A run id (unique within its file) and its messages."""
 
-_SHARED_FOLDERS = ("tau-bench", "openhands", "swe-agent", "tapeagents")
-_SUFFIXES = {".json", ".jsonl", ".traj"}
-_SKIPPED_STEMS = {"license", "source", "config", "readme"}
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # OpenHands events that are bookkeeping, not part of the conversation.
 _OH_SKIPPED_ACTIONS = {"recall", "change_agent_state"}
@@ -63,32 +27,8 @@ _OH_SKIPPED_OBSERVATIONS = {"null", "agent_state_changed", "recall"}
 _OH_META = {"id", "timestamp", "source", "message", "action", "cause", "tool_call_metadata", "llm_metrics", "timeout"}
 _OH_NOT_ARGS = {"thought", "action_risk", "is_confirmed", "confirmation_state", "security_risk", "impl_source"}
 
-
-log = logging.getLogger("agno_compression")
-
-# Roles skipped while converting the current file (per thread): reported once per file by ``_load_file``.
-_skipped = threading.local()
-
-
-class TrajectoryFormatError(ConfigError):
-    """A trajectory file is malformed or in no known format; the message names the file."""
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    """One recorded agent run as agno messages.
-
-    Attributes:
-        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"``, ``"mini-swe-agent"`` or
-            ``"openai-chat"``.
-        name: ``"<file stem>#<run id or index>"``, unique within its file.
-        messages: system (if any), user, assistant (``tool_calls`` in OpenAI shape) and tool
-            (``tool_call_id``, ``tool_name``) messages with ``str`` content.
-    """
-
-    source: str
-    name: str
-    messages: list[Message]
+# Roles skipped while converting the current file (per thread): ``_loaders`` sets the counter and warns once per file.
+skipped_roles = threading.local()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -113,19 +53,14 @@ def _call(call_id: Any, name: Any, arguments: Any) -> Raw:
     return {"id": str(call_id), "type": "function", "function": {"name": str(name), "arguments": args}}
 
 
-def _msg(role: str, content: Any, **extra: Any) -> Raw:
+def raw_message(role: str, content: Any, **extra: Any) -> Raw:
     """A raw message with ``str`` content."""
     return {"role": role, "content": _text(content), **extra}
 
 
 def _tool_result(call_id: Any, content: Any, tool_name: Any = None) -> Raw:
     """A raw tool-result message."""
-    return _msg("tool", content, tool_call_id=str(call_id), tool_name=tool_name)
-
-
-def _render_call(call: Raw) -> str:
-    """A tool call as text, for calls dropped because they never got a result."""
-    return f"{call['function']['name']}({call['function']['arguments']})"
+    return raw_message("tool", content, tool_call_id=str(call_id), tool_name=tool_name)
 
 
 # --------------------------------------------------------------------------- openai chat (also tau-bench, swe-agent)
@@ -137,7 +72,7 @@ def _chat(messages: Any, ignore: frozenset[str] = frozenset()) -> list[Raw]:
     for message in messages:
         if isinstance(message, dict) and isinstance(message.get("role"), str) and message["role"] not in _ROLES:
             if message["role"] not in ignore:
-                counts: Counter[str] | None = getattr(_skipped, "roles", None)
+                counts: Counter[str] | None = getattr(skipped_roles, "roles", None)
                 if counts is not None:
                     counts[message["role"]] += 1
             continue
@@ -155,7 +90,7 @@ def _from_openai(message: Any) -> Raw:
         if not call_id:
             raise ValueError("tool message without tool_call_id")
         return _tool_result(call_id, message.get("content"), message.get("tool_name") or message.get("name"))
-    raw = _msg(role, message.get("content"))
+    raw = raw_message(role, message.get("content"))
     calls = message.get("tool_calls")
     if role == "assistant" and calls:
         raw["tool_calls"] = [_call(c.get("id"), c["function"]["name"], c["function"].get("arguments")) for c in calls]
@@ -198,8 +133,8 @@ def _swe_agent_runs(data: Any) -> list[Run]:
         return [("0", _chat(data["history"]))]
     messages: list[Raw] = []
     for step in data["trajectory"]:
-        messages.append(_msg("assistant", step.get("response") or step.get("action")))
-        messages.append(_msg("user", step.get("observation")))
+        messages.append(raw_message("assistant", step.get("response") or step.get("action")))
+        messages.append(raw_message("user", step.get("observation")))
     return [("0", messages)]
 
 
@@ -275,7 +210,7 @@ def _oh_messages(events: list[Raw], instruction: Any = None) -> list[Raw]:
                 call = calls[links[i]]
                 messages.append(_tool_result(call["id"], event.get("content"), call["function"]["name"]))
             elif event["observation"] not in _OH_SKIPPED_OBSERVATIONS and _text(event.get("content")):
-                messages.append(_msg("user", event.get("content")))
+                messages.append(raw_message("user", event.get("content")))
             continue
         kind = event.get("action")
         if kind is None:
@@ -284,11 +219,11 @@ def _oh_messages(events: list[Raw], instruction: Any = None) -> list[Raw]:
         if kind in _OH_SKIPPED_ACTIONS:
             continue
         if kind == "system":
-            messages.append(_msg("system", _oh_text(event)))
+            messages.append(raw_message("system", _oh_text(event)))
         elif kind == "message" and (
             source == "user" or (source is None and not any(m["role"] == "assistant" for m in messages))
         ):
-            messages.append(_msg("user", _oh_text(event)))
+            messages.append(raw_message("user", _oh_text(event)))
         elif event.get("tool_call_metadata") or (i in answered and source in (None, "agent")):
             metadata = event.get("tool_call_metadata") or {}
             call, content = _oh_tool_call(event, str(metadata.get("tool_call_id") or f"call_{event.get('id', i)}"))
@@ -298,15 +233,15 @@ def _oh_messages(events: list[Raw], instruction: Any = None) -> list[Raw]:
             if response_id and response_id == last_response and target and target.get("tool_calls"):
                 target["tool_calls"].append(call)  # a parallel call of the same model response
             else:
-                messages.append(_msg("assistant", content, tool_calls=[call]))
+                messages.append(raw_message("assistant", content, tool_calls=[call]))
             last_response = response_id
             continue
         elif source in (None, "agent"):
-            messages.append(_msg("assistant", _oh_text(event)))
+            messages.append(raw_message("assistant", _oh_text(event)))
         last_response = None
     if instruction and not any(m["role"] == "user" for m in messages):
         start = 1 if messages and messages[0]["role"] == "system" else 0
-        messages.insert(start, _msg("user", instruction))
+        messages.insert(start, raw_message("user", instruction))
     return messages
 
 
@@ -369,23 +304,23 @@ def _tape_messages(steps: list[Raw]) -> list[Raw]:
             text = _text(step.get("content")) if "content" in step else _step_text(step)
             if step.get("filename"):
                 text += f"\n\nAttached file: {step['filename']}"
-            messages.append(_msg("user", text))
+            messages.append(raw_message("user", text))
         elif kind.endswith("_action"):
             call = _call(f"call_{index}", kind.removesuffix("_action"), _step_fields(step))
             if prompt and prompt == last_prompt and messages[-1].get("tool_calls"):
                 messages[-1]["tool_calls"].append(call)
             else:
-                messages.append(_msg("assistant", "", tool_calls=[call]))
+                messages.append(raw_message("assistant", "", tool_calls=[call]))
             pending.append(call)
             last_prompt = prompt
             continue
         elif kind.endswith("_thought"):
-            messages.append(_msg("assistant", _step_text(step)))
+            messages.append(raw_message("assistant", _step_text(step)))
         elif pending:
             call = pending.pop(0)
             messages.append(_tool_result(call["id"], _observation_text(step), call["function"]["name"]))
         else:
-            messages.append(_msg("user", _observation_text(step)))
+            messages.append(raw_message("user", _observation_text(step)))
         last_prompt = None
     return messages
 
@@ -395,9 +330,9 @@ def _tapeagents_runs(data: Any) -> list[Run]:
     return [("0", _tape_messages(data["steps"]))]
 
 
-# --------------------------------------------------------------------------- detection and pairing
+# --------------------------------------------------------------------------- detection
 
-_CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
+CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
     "tau-bench": _tau_bench_runs,
     "openhands": _openhands_runs,
     "swe-agent": _swe_agent_runs,
@@ -412,7 +347,7 @@ def _is_chat(items: Any) -> bool:
     return isinstance(items, list) and bool(items) and all(isinstance(m, dict) and "role" in m for m in items)
 
 
-def _detect(data: Any) -> str:
+def detect(data: Any) -> str:
     """The format of parsed file content; ``ValueError`` when it is none of the known ones."""
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         first = data[0]
@@ -436,146 +371,3 @@ def _detect(data: Any) -> str:
     raise ValueError(
         "unrecognised structure (not tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents or OpenAI chat)"
     )
-
-
-def _unique_id(call_id: str, used: set[str]) -> str:
-    """``call_id``, or ``call_id_2``, ``call_id_3``... when already used in the run; marks it used."""
-    new, k = call_id, 2
-    while new in used:
-        new, k = f"{call_id}_{k}", k + 1
-    used.add(new)
-    return new
-
-
-def _pair_tool_calls(messages: list[Raw]) -> list[Raw]:
-    """Valid OpenAI pairs: results right after their call, unique call ids, unanswered calls dropped unless final.
-
-    Results are matched to the calls of the assistant message just before them. A result with no
-    such call becomes a user message; a call with no result is kept as text in its assistant
-    message (so nothing the agent wrote is lost) unless it ends the run. Call ids repeated within
-    a run (recorded replays reuse them) get a ``_2``, ``_3``... suffix, and results without a
-    ``tool_name`` get the name of their call.
-    """
-    out: list[Raw] = []
-    used: set[str] = set()
-    i = 0
-    while i < len(messages):
-        message = messages[i]
-        i += 1
-        if message["role"] == "tool":
-            out.append(_msg("user", message["content"]))
-            continue
-        if not message.get("tool_calls"):
-            out.append(message)
-            continue
-        calls = [(c["id"], {**c, "id": _unique_id(c["id"], used)}) for c in message["tool_calls"]]
-        results: list[Raw] = []
-        strays: list[Raw] = []
-        while i < len(messages) and messages[i]["role"] == "tool":
-            result = messages[i]
-            i += 1
-            answered = {r["tool_call_id"] for r in results}
-            call = next((c for old, c in calls if old == result["tool_call_id"] and c["id"] not in answered), None)
-            if call is None:
-                strays.append(_msg("user", result["content"]))
-            else:
-                name = result.get("tool_name") or call["function"]["name"]
-                results.append({**result, "tool_call_id": call["id"], "tool_name": name})
-        final = i == len(messages) and not strays
-        answered = {r["tool_call_id"] for r in results}
-        kept = [c for _, c in calls if final or c["id"] in answered]
-        dropped = [_render_call(c) for _, c in calls if c not in kept]
-        content = "\n".join([message["content"], *dropped]) if message["content"] else "\n".join(dropped)
-        out.append({**message, "content": content, "tool_calls": kept or None})
-        out.extend(results + strays)
-    return out
-
-
-def _to_messages(name: str, raws: list[Raw]) -> list[Message]:
-    """Raw messages as agno messages with deterministic ids ``<name>:<index>``."""
-    messages = []
-    for index, raw in enumerate(raws):
-        fields = {k: v for k, v in raw.items() if v is not None}
-        messages.append(Message(id=f"{name}:{index}", created_at=0, **fields))
-    return messages
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def _parse(path: Path) -> Any:
-    """The JSON content of a file; JSONL (``.jsonl``) as a list of records."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return json.loads(text)
-
-
-def _load_file(path: Path) -> list[Trajectory]:
-    """All runs in one trajectory file."""
-    try:
-        data = _parse(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TrajectoryFormatError(f"{path}: cannot read as JSON: {exc}") from exc
-    source = "unknown"
-    _skipped.roles = Counter()
-    try:
-        source = _detect(data)
-        trajectories: list[Trajectory] = []
-        seen: set[str] = set()
-        for index, (run_id, raws) in enumerate(_CONVERTERS[source](data)):
-            run = run_id if run_id not in seen else f"{run_id}-{index}"
-            seen.add(run)
-            if not raws:
-                raise ValueError(f"run {run!r} has no messages")
-            name = f"{path.stem}#{run}"
-            trajectories.append(Trajectory(source, name, _to_messages(name, _pair_tool_calls(raws))))
-    except TrajectoryFormatError:
-        raise
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        raise TrajectoryFormatError(f"{path}: malformed {source} trajectory: {exc!r}") from exc
-    finally:
-        skipped, _skipped.roles = _skipped.roles, None
-    if skipped:
-        roles = ", ".join(f"{role!r} ({n})" for role, n in sorted(skipped.items()))
-        log.warning("agno-compression: %s: skipped messages with unknown roles: %s", path, roles)
-    return trajectories
-
-
-def _trajectory_files(directory: Path) -> list[Path]:
-    """Trajectory files under ``directory`` (recursively, sorted), without licence/source/config files."""
-    return sorted(
-        p
-        for p in directory.rglob("*")
-        if p.is_file() and p.suffix in _SUFFIXES and p.stem.lower() not in _SKIPPED_STEMS
-    )
-
-
-def load_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:
-    """Load recorded runs from one file or, recursively, a directory.
-
-    The format of each file is detected from its content. In a directory only ``.json``,
-    ``.jsonl`` and ``.traj`` files are read (``LICENSE``, ``SOURCE.txt``, config files skipped).
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-        TrajectoryFormatError: a file is malformed or in no known format.
-    """
-    root = Path(path)
-    if not root.exists():
-        raise FileNotFoundError(f"no trajectory file or directory at {root}")
-    files = _trajectory_files(root) if root.is_dir() else [root]
-    return [t for f in files for t in _load_file(f)]
-
-
-def iter_shared_trajectories(root: str | os.PathLike[str]) -> Iterator[Trajectory]:
-    """All runs in the shared data folder (tau-bench, openhands, swe-agent, tapeagents), lazily.
-
-    Folders that are missing under ``root`` are skipped; ``root`` itself must exist.
-    """
-    base = Path(root)
-    if not base.is_dir():
-        raise FileNotFoundError(f"no shared trajectory folder at {base}")
-    for folder in _SHARED_FOLDERS:
-        if (base / folder).is_dir():
-            yield from load_trajectories(base / folder)

@@ -1,6 +1,7 @@
-"""Offline evaluation: replay recorded conversations with and without compression and compare.
+"""Offline evaluation: replay recorded conversations with and without compression and score them.
 
-Shared by the ``agno-compression eval`` command and the benchmarks.
+The measures (cost with prompt caching, acted-on facts, fact retention) are shared by the
+``agno-compression eval`` command (``evaluate``) and the benchmarks.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._ledger import json_strings
-from ._manager import CompressionManager, FoldEvent
-from ._messages import message_text
-from ._plan import is_summary, pair_violations
+from .._ledger import json_strings
+from .._manager import CompressionManager, FoldEvent
+from .._messages import message_text
+from .._plan import is_summary, pair_violations
+from .._summarizers import extract_facts
+from ..tokens import TokenCounter
+from ._loaders import Trajectory
 from ._replay import observations_as_tool_calls, replay
-from ._summarizers import extract_facts
-from ._trajectories import Trajectory
-from .tokens import TokenCounter
 
 CACHE_RATES = (0.1, 0.25)
 """What a cached prompt prefix is billed at, as a share of the normal input price (OpenAI, Gemini ~0.1; 0.25 kept
@@ -140,6 +141,18 @@ def retention_at_end(requests: Sequence[Sequence[Message]]) -> tuple[int, int]:
     return sum(1 for f in facts if f in final), len(facts)
 
 
+def last_prompt_text(prompts: Sequence[Sequence[Message]]) -> str:
+    """The text of a replay's last model request, as sent (``""`` when the model was never called)."""
+    return "\n".join(message_text(m) for m in prompts[-1]) if prompts else ""
+
+
+def acted_retained(facts: Iterable[str], base_final: str, final: str) -> tuple[int, int]:
+    """(kept, total): of the acted-on ``facts`` the uncompressed run's last prompt still holds (``base_final``;
+    agno's history window may drop old runs), how many the compressed run's last prompt (``final``) holds."""
+    wanted = {f for f in facts if f in base_final}
+    return sum(1 for f in wanted if f in final), len(wanted)
+
+
 def fact_retention(folded: Sequence[Message], summary: str) -> tuple[int, int]:
     """(kept, total): how many identifiers, paths, numbers and error names of ``folded`` appear in ``summary``."""
     facts = extract_facts("\n".join(message_text(m, use_compressed_content=False) for m in folded))
@@ -234,9 +247,8 @@ def evaluate(
             base_tokens = [r.prompt_tokens for r in base.requests]
             counter = TokenCounter("gpt-4o")
             base_costs = cached_costs([(r.messages, r.prompt_tokens) for r in base.requests], counter)
-            # what the uncompressed agent still has in its last prompt (agno's history window may drop old runs)
-            base_final = "\n".join(message_text(m) for m in base.requests[-1].messages) if base.requests else ""
-            wanted = {f for f in acted_on_facts(m for r in base.requests for m in r.messages) if f in base_final}
+            base_acted = acted_on_facts(m for r in base.requests for m in r.messages)
+            base_final = last_prompt_text([r.messages for r in base.requests])
             for budget in budgets:
                 for setting in settings:
                     collector = _Collector()
@@ -245,7 +257,9 @@ def evaluate(
                     result = replay(messages, manager=manager, db=db)
                     tokens = [r.prompt_tokens for r in result.requests]
                     costs = cached_costs([(r.messages, r.prompt_tokens) for r in result.requests], counter)
-                    final = "\n".join(message_text(m) for m in result.requests[-1].messages) if result.requests else ""
+                    acted_kept, acted_total = acted_retained(
+                        base_acted, base_final, last_prompt_text([r.messages for r in result.requests])
+                    )
                     rows.append(
                         EvalRow(
                             input=trajectory.name,
@@ -267,8 +281,8 @@ def evaluate(
                             cost_cached_uncompressed=base_costs[0],
                             cost_cached_25=costs[1],
                             cost_cached_25_uncompressed=base_costs[1],
-                            acted_kept=sum(1 for f in wanted if f in final),
-                            acted_total=len(wanted),
+                            acted_kept=acted_kept,
+                            acted_total=acted_total,
                         )
                     )
             if progress is not None:

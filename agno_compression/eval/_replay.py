@@ -19,9 +19,10 @@ from typing import Any
 from agno.models.message import Message
 from agno.tools.function import Function
 
-from .testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall
+from ..testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall
 
 END_OF_RECORDING = "(end of recording)"
+"""What the scripted model answers once a turn's recorded replies are used up: it ends the run."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,57 @@ def build_replay(messages: Sequence[Message]) -> tuple[str | None, list[Turn], l
     return system, turns, tools, model
 
 
+@dataclass
+class PreparedReplay:
+    """An Agent set up to replay a recording; ``run`` plays it (the part a benchmark times)."""
+
+    agent: Any
+    model: ScriptedModel
+    """The scripted model: its ``requests`` are every model request, as sent."""
+    turns: list[Turn]
+
+    def run(self, mode: str = "sync") -> list[Any]:
+        """Each recorded user message as one run of the session, in order; the run outputs."""
+        outputs = []
+        for turn in self.turns:
+            outputs.append(run_in_mode(self.agent, turn.user, mode))
+            self.model.next_turn()  # type: ignore[attr-defined]
+        return outputs
+
+
+def prepare_replay(
+    messages: Sequence[Message],
+    *,
+    manager: Any = None,
+    db: Any = None,
+    session_id: str = "replay",
+    add_history_to_context: bool = True,
+    **agent_options: Any,
+) -> PreparedReplay:
+    """The Agent that replays ``messages``, with ``manager`` (a CompressionManager) attached if given.
+
+    ``agent_options`` are passed on to the Agent (agno's own context strategies, for instance).
+    """
+    from agno.agent import Agent
+
+    system, turns, tools, model = build_replay(messages)
+    agent = Agent(
+        model=model,
+        tools=tools,
+        db=db,
+        session_id=session_id,
+        system_message=system,
+        add_history_to_context=add_history_to_context and db is not None,
+        num_history_runs=None if db is not None else 3,
+        tool_call_limit=None,
+        telemetry=False,
+        **agent_options,
+    )
+    if manager is not None:
+        manager.attach(agent)
+    return PreparedReplay(agent=agent, model=model, turns=turns)
+
+
 def replay(
     messages: Sequence[Message],
     *,
@@ -168,29 +220,15 @@ def replay(
 
     ``mode`` is ``"sync"``, ``"async"``, ``"stream"`` or ``"async-stream"``.
     """
-    from agno.agent import Agent
-
     if mode not in ("sync", "async", "stream", "async-stream"):
         raise ValueError(f"mode must be sync, async, stream or async-stream, got {mode!r}")
-    system, turns, tools, model = build_replay(messages)
-    agent = Agent(
-        model=model,
-        tools=tools,
-        db=db,
-        session_id=session_id,
-        system_message=system,
-        add_history_to_context=add_history_to_context and db is not None,
-        num_history_runs=None if db is not None else 3,
-        tool_call_limit=None,
-        telemetry=False,
+    prepared = prepare_replay(
+        messages, manager=manager, db=db, session_id=session_id, add_history_to_context=add_history_to_context
     )
-    if manager is not None:
-        manager.attach(agent)
-    outputs = []
-    for turn in turns:
-        outputs.append(run_in_mode(agent, turn.user, mode))
-        model.next_turn()  # type: ignore[attr-defined]
-    return ReplayResult(requests=model.requests, session_id=session_id, runs=len(turns), run_outputs=outputs)
+    outputs = prepared.run(mode)
+    return ReplayResult(
+        requests=prepared.model.requests, session_id=session_id, runs=len(prepared.turns), run_outputs=outputs
+    )
 
 
 def run_in_mode(agent: Any, text: str, mode: str) -> Any:

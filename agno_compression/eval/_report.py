@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._sessions import records_of_run
-from .tokens import TokenCounter
-from .tokens._counter import PROMPT_OVERHEAD
+from .._sessions import records_of_run
+from ..tokens import TokenCounter
+from ..tokens._counter import PROMPT_OVERHEAD
 
 
 @dataclass

@@ -1,0 +1,66 @@
+"""Offline evaluation tools: recorded agent runs, their replay through a real agno Agent, scores and charts.
+
+What ``agno-compression eval`` and ``agno-compression report`` run, and what the benchmarks build on:
+
+* loading recordings (tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents, OpenAI chat) as
+  agno messages: ``load_trajectories``, ``iter_shared_trajectories``;
+* replaying one through a real Agent, offline, with or without a ``CompressionManager``: ``replay``,
+  ``prepare_replay``;
+* scoring replays: ``evaluate`` and the measures it uses (``cached_costs``, ``acted_on_facts``,
+  ``fact_retention``...);
+* drawing a stored session's prompt sizes: ``session_series``, ``draw``.
+
+This layer sits above the rest of the package: nothing outside ``agno_compression.eval``, the CLI and
+the benchmarks imports it.
+"""
+
+from ._loaders import Trajectory, TrajectoryFormatError, iter_shared_trajectories, load_trajectories
+from ._replay import (
+    END_OF_RECORDING,
+    PreparedReplay,
+    ReplayResult,
+    observations_as_tool_calls,
+    prepare_replay,
+    replay,
+    run_in_mode,
+    split_turns,
+)
+from ._report import Series, draw, session_series
+from ._scoring import (
+    CACHE_RATES,
+    EvalRow,
+    acted_on_facts,
+    acted_retained,
+    cached_costs,
+    evaluate,
+    fact_retention,
+    last_prompt_text,
+    totals,
+)
+
+__all__ = [
+    "CACHE_RATES",
+    "END_OF_RECORDING",
+    "EvalRow",
+    "PreparedReplay",
+    "ReplayResult",
+    "Series",
+    "Trajectory",
+    "TrajectoryFormatError",
+    "acted_on_facts",
+    "acted_retained",
+    "cached_costs",
+    "draw",
+    "evaluate",
+    "fact_retention",
+    "iter_shared_trajectories",
+    "last_prompt_text",
+    "load_trajectories",
+    "observations_as_tool_calls",
+    "prepare_replay",
+    "replay",
+    "run_in_mode",
+    "session_series",
+    "split_turns",
+    "totals",
+]
