@@ -11,16 +11,13 @@ published sha256), so agno counts exactly, offline, with the same encoding our c
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import os
-import socket
 from pathlib import Path
-from typing import Any
 
 from agno.models.message import Message
 
 from agno_compression._summarizers import extract_facts
-from agno_compression.testing import Reply, ScriptedModel, ScriptInfo
+from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, block_network
 from agno_compression.tokens import TokenCounter
 from agno_compression.tokens._ranks import _RANK_FILES, _read_rank_bytes
 
@@ -54,24 +51,9 @@ def check_agno_counts_offline() -> int:
     return count_tokens([Message(role="user", content="offline token count check")], model_id="scripted")
 
 
-_real_connect = socket.socket.connect
-
-
 def forbid_network() -> None:
     """Refuse every non-loopback connection in this process, so nothing in the benchmark can go online."""
-
-    def loopback_only(self: socket.socket, address: Any) -> None:
-        host = address[0] if isinstance(address, tuple) else None
-        if isinstance(host, str):
-            try:
-                allowed = ipaddress.ip_address(host).is_loopback
-            except ValueError:
-                allowed = host == "localhost"
-            if not allowed:
-                raise ConnectionRefusedError(f"the benchmark is offline: no connection to {host}")
-        _real_connect(self, address)
-
-    socket.socket.connect = loopback_only  # type: ignore[method-assign]
+    block_network("the benchmark is offline: no connection to {host}")
 
 
 # --- the stand-in summarizer ----------------------------------------------------------------------

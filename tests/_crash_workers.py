@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tests.helpers import DbTarget
+
 SYSTEM = "You read build logs."
 
 
@@ -14,38 +16,18 @@ def chunk(index: int) -> str:
     return f"{lines}\nerror: ValueError in chunk {index}: exit code {index % 3}"
 
 
-def open_db(kind: str, where: str, schema: str | None) -> Any:
-    if kind == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        return SqliteDb(db_file=where)
-    from agno.db.postgres import PostgresDb
-
-    return PostgresDb(db_url=where, db_schema=schema)
-
-
 def run_until_killed(
-    kind: str,
-    where: str,
-    schema: str | None,
-    session_id: str,
-    checkpoint: str,
-    compress: bool,
-    kill_at: int,
-    task: str,
-    ready: Any,
-    mode: str = "sync",
-    owner: str = "agent",
+    target: DbTarget, session_id: str, checkpoint: str, compress: bool, kill_at: int, task: str, ready: Any, **how: str
 ) -> None:
     """Run an Agent that reads chunk after chunk; at chunk ``kill_at`` signal ``ready`` and wait to be killed.
 
-    ``kill_at=-1`` never blocks: the run ends normally after 12 chunks. ``mode``: ``sync``, ``stream``, ``async``
-    or ``async-stream`` (agno's four model paths).
+    ``kill_at=-1`` never blocks: the run ends normally after 12 chunks. ``how``: ``mode`` (one of agno's four
+    model paths, ``RUN_MODES``; default ``sync``) and ``owner`` (``agent``, the default, or ``team``).
     """
     from agno.agent import Agent
 
     from agno_compression import CompressionManager
-    from agno_compression.testing import Reply, ScriptedModel, ToolCall
+    from agno_compression.testing import WHOLE_SESSION, Reply, ScriptedModel, ToolCall, run_agent
 
     calls = {"n": 0}
 
@@ -66,15 +48,14 @@ def run_until_killed(
     common: dict[str, Any] = {
         "model": ScriptedModel(script=script),
         "tools": [read_chunk],
-        "db": open_db(kind, where, schema),
+        "db": target.open(),
         "session_id": session_id,
         "system_message": SYSTEM,
         "checkpoint": checkpoint,
-        "add_history_to_context": True,
-        "num_history_runs": 100,
         "telemetry": False,
+        **WHOLE_SESSION,
     }
-    if owner == "team":  # a team leader reading chunks itself (its tool loop checkpoints like an agent's)
+    if how.get("owner") == "team":  # a team leader reading chunks itself (its tool loop checkpoints like an agent's)
         from agno.team import Team
 
         idle = Agent(name="idle", id="idle", model=ScriptedModel(script=lambda m, i: "ok"), telemetry=False)
@@ -83,19 +64,4 @@ def run_until_killed(
         agent = Agent(**common)
     if compress:
         CompressionManager(compress_at_tokens=1_500).attach(agent)
-    if mode == "sync":
-        agent.run(task)
-    elif mode == "stream":
-        for _ in agent.run(task, stream=True):
-            pass
-    else:
-        import asyncio
-
-        async def run_async() -> None:
-            if mode == "async-stream":
-                async for _ in agent.arun(task, stream=True):
-                    pass
-            else:
-                await agent.arun(task)
-
-        asyncio.run(run_async())
+    run_agent(agent, task, how.get("mode", "sync"))

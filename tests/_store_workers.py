@@ -4,41 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def open_db(kind: str, where: str, schema: str | None = None) -> Any:
-    """The agno db of ``kind``: ``where`` is a file (sqlite), a directory (json) or a URL; ``schema`` is the
-    PostgreSQL schema, the MySQL database or the Redis key prefix."""
-    if kind == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        return SqliteDb(db_file=where)
-    if kind == "postgres":
-        from agno.db.postgres import PostgresDb
-
-        return PostgresDb(db_url=where, db_schema=schema)
-    if kind == "mysql":
-        from agno.db.mysql import MySQLDb
-
-        return MySQLDb(db_url=where, db_schema=schema)
-    if kind == "redis":
-        from agno.db.redis import RedisDb
-
-        return RedisDb(db_url=where, db_prefix=schema or "agno")
-    if kind == "json":
-        from agno.db.json import JsonDb
-
-        return JsonDb(db_path=where)
-    raise ValueError(f"no agno db of kind {kind!r} across processes")
+from tests.helpers import DbTarget
 
 
-def record_folds(
-    kind: str, where: str, schema: str | None, session_id: str, worker: int, folds: int, barrier: Any
-) -> int:
+def record_folds(target: DbTarget, session_id: str, worker: int, folds: int, barrier: Any) -> int:
     """Open the agent's agno db in this process and record ``folds`` folds as fast as possible."""
     from agno_compression import CompressionRecord
     from agno_compression._store import store_for
 
-    store = store_for(open_db(kind, where, schema))
+    store = store_for(target.open())
     assert store is not None
     barrier.wait(timeout=60)
     for i in range(folds):
@@ -57,18 +31,16 @@ def record_folds(
 
 
 def run_folding_agent(
-    kind: str, where: str, schema: str | None, session_id: str, worker: int, min_folds: int, barrier: Any
+    target: DbTarget, session_id: str, worker: int, min_folds: int, barrier: Any
 ) -> tuple[int, list[str], list[str]]:
     """Run a real Agent on the shared session until it has folded ``min_folds`` times.
 
     Returns the folds, the folded message ids and the tool outputs this process produced.
     """
-    from agno.agent import Agent
-
     from agno_compression import CompressionManager
-    from agno_compression.testing import Reply, ScriptedModel, ToolCall
+    from agno_compression.testing import Reply, ToolCall, scripted_agent
 
-    db = open_db(kind, where, schema)
+    db = target.open()
     produced: list[str] = []
     folded: list[str] = []
 
@@ -85,8 +57,7 @@ def run_folding_agent(
             return Reply(text=f"worker {worker} done")
         return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
 
-    agent = Agent(model=ScriptedModel(script=script), tools=[read_chunk], db=db, session_id=session_id, telemetry=False)
-    manager.attach(agent)
+    agent, _ = scripted_agent(script, read_chunk, manager=manager, db=db, session_id=session_id)
     barrier.wait(timeout=60)
     agent.run(f"worker {worker}: read the log")
     return manager.stats.get("folds", 0), folded, produced

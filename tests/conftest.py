@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agno_compression.testing import block_network, drop_api_keys
+from tests.helpers import DbTarget, fresh_namespace
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAJECTORIES = SHARED / "trajectories"
 
-for _key in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-    os.environ.pop(_key, None)
+drop_api_keys()
 os.environ.setdefault("AGNO_TELEMETRY", "false")
-
-_real_connect = socket.socket.connect
-
-
-def _loopback_only(self: socket.socket, address: object) -> None:
-    host = address[0] if isinstance(address, tuple) else None
-    if isinstance(host, str):
-        try:
-            allowed = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            allowed = host == "localhost"
-        if not allowed:
-            raise ConnectionRefusedError(f"tests may not connect to {host}: only loopback is allowed")
-    _real_connect(self, address)  # type: ignore[arg-type]
-
-
-socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+block_network("tests may not connect to {host}: only loopback is allowed")
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +24,24 @@ def trajectories_dir() -> Path:
     if not TRAJECTORIES.is_dir():
         pytest.skip(f"shared trajectories not found at {TRAJECTORIES} (a fresh clone has no ../shared)")
     return TRAJECTORIES
+
+
+@pytest.fixture
+def postgres_db() -> Iterator[DbTarget]:
+    """A fresh schema on the local PostgreSQL, dropped afterwards (a skip with the reason when unreachable)."""
+    with fresh_namespace("postgres") as target:
+        yield target
+
+
+@pytest.fixture
+def mysql_db() -> Iterator[DbTarget]:
+    """A fresh database on the local MySQL/MariaDB, dropped afterwards (a skip with the reason when unreachable)."""
+    with fresh_namespace("mysql") as target:
+        yield target
+
+
+@pytest.fixture
+def redis_db() -> Iterator[DbTarget]:
+    """A fresh key prefix on the local Redis, its keys deleted afterwards (a skip with the reason when unreachable)."""
+    with fresh_namespace("redis") as target:
+        yield target

@@ -13,39 +13,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agno.agent import Agent
 from agno.db.base import SessionType
 
 from agno_compression import CompressionManager, SQLAlchemyStore
 from agno_compression._plan import is_summary
-from agno_compression.testing import ScriptedModel
-from tests._crash_workers import SYSTEM, chunk, open_db, run_until_killed
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+from agno_compression.testing import WHOLE_SESSION, scripted_agent
+from tests._crash_workers import SYSTEM, chunk, run_until_killed
+from tests.helpers import DbTarget, db_target
 
 KILL_AT = 22  # tool batches done (and checkpointed) before the kill
 
 
-def _where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    if kind == "sqlite":
-        return str(tmp_path / "crash.db"), None
-    target: PgTarget = request.getfixturevalue("pg_schema")
-    return target.url, target.schema
+@pytest.fixture(params=["sqlite", "postgres"])
+def crash_db(request: pytest.FixtureRequest, tmp_path: Path) -> DbTarget:
+    """The agent's db: a SQLite file or a fresh PostgreSQL schema."""
+    return db_target(request.param, tmp_path, request, file="crash.db")
 
 
-def _kill_mid_run(
-    kind: str,
-    where: str,
-    schema: str | None,
-    session_id: str,
-    checkpoint: str,
-    compress: bool,
-    mode: str = "sync",
-    owner: str = "agent",
-) -> None:
+def _kill_mid_run(target: DbTarget, session_id: str, checkpoint: str, compress: bool, **how: str) -> None:
+    """Run ``run_until_killed`` in a spawned child and SIGKILL it after ``KILL_AT`` tool batches."""
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    args = (kind, where, schema, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready, mode, owner)
-    child = ctx.Process(target=run_until_killed, args=args)
+    args = (target, session_id, checkpoint, compress, KILL_AT, f"task {session_id}", ready)
+    child = ctx.Process(target=run_until_killed, args=args, kwargs=how)
     child.start()
     try:
         assert ready.wait(240), "the child never reached the kill point"
@@ -64,14 +54,10 @@ def _stored(db: Any, session_id: str, kind: SessionType = SessionType.AGENT) -> 
 
 
 @pytest.mark.parametrize("checkpoint", ["tool-batch", "runs"])
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_killed_run_keeps_at_least_what_plain_agno_keeps(
-    kind: str, checkpoint: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    where, schema = _where(kind, tmp_path, request)
-    _kill_mid_run(kind, where, schema, "plain", checkpoint, compress=False)
-    _kill_mid_run(kind, where, schema, "folded", checkpoint, compress=True)
-    db = open_db(kind, where, schema)
+def test_killed_run_keeps_at_least_what_plain_agno_keeps(crash_db: DbTarget, checkpoint: str) -> None:
+    _kill_mid_run(crash_db, "plain", checkpoint, compress=False)
+    _kill_mid_run(crash_db, "folded", checkpoint, compress=True)
+    db = crash_db.open()
     plain, folded = _stored(db, "plain"), _stored(db, "folded")
     records = SQLAlchemyStore.for_agno_db(db).events("folded")
     assert len(records) >= 3, "the attached child should have folded several times before the kill"
@@ -90,15 +76,11 @@ def test_killed_run_keeps_at_least_what_plain_agno_keeps(
 
 
 @pytest.mark.parametrize("checkpoint", ["runs", "tool-batch"])
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(
-    kind: str, checkpoint: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    where, schema = _where(kind, tmp_path, request)
+def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(crash_db: DbTarget, checkpoint: str) -> None:
     # run 1 completes (and folds) in this process; run 2 folds too, then is killed
-    run_until_killed(kind, where, schema, "s", checkpoint, True, -1, "first task", None)
-    _kill_mid_run(kind, where, schema, "s", checkpoint, compress=True)
-    db = open_db(kind, where, schema)
+    run_until_killed(crash_db, "s", checkpoint, True, -1, "first task", None)
+    _kill_mid_run(crash_db, "s", checkpoint, compress=True)
+    db = crash_db.open()
     session = db.get_session(session_id="s", session_type=SessionType.AGENT)
     stored_runs = {r.run_id for r in session.runs}
     stored_ids = {m.id for r in session.runs for m in r.messages or []}
@@ -114,18 +96,9 @@ def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(
         assert not crashed and len(stored_runs) == 2
     assert counted
     # run 3: what the model sees first
-    model = ScriptedModel(script=lambda messages, info: "ok")
-    agent = Agent(
-        model=model,
-        db=db,
-        session_id="s",
-        system_message=SYSTEM,
-        add_history_to_context=True,
-        num_history_runs=100,
-        telemetry=False,
-    )
     manager = CompressionManager(compress_at_tokens=100_000)  # no fold in run 3: its first request shows the load
-    manager.attach(agent)
+    options = {"db": db, "session_id": "s", "system_message": SYSTEM, **WHOLE_SESSION}
+    agent, model = scripted_agent(lambda messages, info: "ok", manager=manager, **options)
     agent.run("third task")
     assert manager.stats.get("folds", 0) == 0
     first = model.requests[0].messages
@@ -135,26 +108,17 @@ def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(
         assert e.summary not in [m.content for m in first]
 
 
-@pytest.mark.parametrize("mode", ["stream", "async", "async-stream"])
-def test_killed_run_keeps_every_checkpointed_batch_on_every_model_path(mode: str, tmp_path: Path) -> None:
-    where = str(tmp_path / "crash.db")
-    _kill_mid_run("sqlite", where, None, "plain", "tool-batch", compress=False, mode=mode)
-    _kill_mid_run("sqlite", where, None, "folded", "tool-batch", compress=True, mode=mode)
-    db = open_db("sqlite", where, None)
-    plain, folded = _stored(db, "plain"), _stored(db, "folded")
-    assert len(SQLAlchemyStore.for_agno_db(db).events("folded")) >= 3
-    tools = [m.content for m in plain if m.role == "tool"]
-    assert tools == [chunk(i) for i in range(KILL_AT)]
-    assert [m.content for m in folded if m.role == "tool"] == tools
-    assert [m.role for m in folded] == [m.role for m in plain]
-
-
-def test_killed_team_run_keeps_every_checkpointed_batch(tmp_path: Path) -> None:
-    where = str(tmp_path / "crash.db")
-    _kill_mid_run("sqlite", where, None, "plain", "tool-batch", compress=False, owner="team")
-    _kill_mid_run("sqlite", where, None, "folded", "tool-batch", compress=True, owner="team")
-    db = open_db("sqlite", where, None)
-    plain, folded = _stored(db, "plain", SessionType.TEAM), _stored(db, "folded", SessionType.TEAM)
+@pytest.mark.parametrize(
+    ("owner", "mode"), [("agent", "stream"), ("agent", "async"), ("agent", "async-stream"), ("team", "sync")]
+)
+def test_killed_run_keeps_every_checkpointed_batch_on_every_path(owner: str, mode: str, tmp_path: Path) -> None:
+    """Every model path of an Agent, and a Team leader's own tool loop."""
+    target = db_target("sqlite", tmp_path, file="crash.db")
+    _kill_mid_run(target, "plain", "tool-batch", compress=False, mode=mode, owner=owner)
+    _kill_mid_run(target, "folded", "tool-batch", compress=True, mode=mode, owner=owner)
+    db = target.open()
+    kind = SessionType.TEAM if owner == "team" else SessionType.AGENT
+    plain, folded = _stored(db, "plain", kind), _stored(db, "folded", kind)
     assert len(SQLAlchemyStore.for_agno_db(db).events("folded")) >= 3
     tools = [m.content for m in plain if m.role == "tool"]
     assert tools == [chunk(i) for i in range(KILL_AT)]

@@ -14,14 +14,13 @@ from agno.tools.function import ToolResult
 
 from agno_compression import CompressionManager, full_messages
 from agno_compression._plan import PROGRESS, is_summary, summary_kind
-from agno_compression.eval import run_in_mode
 from agno_compression.eval._scoring import cached_prefix, retention_at_end
-from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from agno_compression.testing import RUN_MODES, Reply, ScriptedModel, ScriptInfo, ToolCall, run_agent, scripted_agent
 from tests.checks import check_request
 
-MODES = ["sync", "async", "stream", "async-stream"]
 TASK = "Render every chart of the report and describe it."
 STEPS = 10
+SYSTEM = "You fix modules one by one."
 
 MEDIA: dict[str, Any] = {
     "images": lambda i: [Image(content=b"\x89PNG fake chart %d" % i, format="png")],
@@ -47,25 +46,17 @@ def media_agent(tmp_path: Path, kind: str, manager: CompressionManager) -> tuple
             text=f"Chart {info.call_index}.", tool_calls=[ToolCall("render_chart", {"index": info.call_index})]
         )
 
-    model = ScriptedModel(script=script)
-    agent = Agent(
-        model=model,
-        tools=[render_chart],
-        db=SqliteDb(db_file=str(tmp_path / "media.db")),
-        session_id="media",
-        system_message="You describe charts.",
-        send_media_to_model=True,
-        telemetry=False,
-    )
-    return manager.attach(agent), model
+    db = SqliteDb(db_file=str(tmp_path / "media.db"))
+    options = {"session_id": "media", "system_message": "You describe charts.", "send_media_to_model": True}
+    return scripted_agent(script, render_chart, manager=manager, db=db, **options)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RUN_MODES)
 @pytest.mark.parametrize("kind", list(MEDIA))
 def test_media_outputs_keep_the_task_and_the_last_batch(tmp_path: Path, kind: str, mode: str) -> None:
     manager = CompressionManager(compress_at_tokens=1_500, search_tool=False)
     agent, model = media_agent(tmp_path, kind, manager)
-    output = run_in_mode(agent, TASK, mode)
+    output = run_agent(agent, TASK, mode)
     assert output.content.endswith("All charts described.")
     assert manager.stats["folds"] >= 2
     assert len(model.requests) == STEPS + 1, "the agent started over"
@@ -86,7 +77,7 @@ def test_media_outputs_keep_the_task_and_the_last_batch(tmp_path: Path, kind: st
     assert sum(1 for m in stored if m.role == "tool") == STEPS
 
 
-def loop_agent(tmp_path: Path, manager: CompressionManager, steps: int = 24) -> tuple[Agent, ScriptedModel]:
+def modules_agent(tmp_path: Path, manager: CompressionManager, steps: int = 24) -> tuple[Agent, ScriptedModel]:
     def run_tests(path: str) -> str:
         """Run the tests of one file."""
         number = int(path.split("_")[-1].split(".")[0])
@@ -101,23 +92,15 @@ def loop_agent(tmp_path: Path, manager: CompressionManager, steps: int = 24) -> 
         text = f"Editing src/pkg/mod_{info.call_index}.py, then running test_feature_{info.call_index}."
         return Reply(text=text, tool_calls=[ToolCall("run_tests", {"path": path})])
 
-    model = ScriptedModel(script=script)
-    agent = Agent(
-        model=model,
-        tools=[run_tests],
-        db=SqliteDb(db_file=str(tmp_path / "loop.db")),
-        session_id="loop",
-        system_message="You fix modules one by one.",
-        telemetry=False,
-    )
-    return manager.attach(agent), model
+    db = SqliteDb(db_file=str(tmp_path / "loop.db"))
+    return scripted_agent(script, run_tests, manager=manager, db=db, session_id="loop", system_message=SYSTEM)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RUN_MODES)
 def test_after_the_first_fold_the_prefix_stays_byte_identical(tmp_path: Path, mode: str) -> None:
     manager = CompressionManager(compress_at_tokens=4_000)
-    agent, model = loop_agent(tmp_path, manager)
-    run_in_mode(agent, "Test every module.", mode)
+    agent, model = modules_agent(tmp_path, manager)
+    run_agent(agent, "Test every module.", mode)
     folds = [i for i, r in enumerate(model.requests) if any(is_summary(m) for m in r.messages)]
     assert manager.stats["folds"] >= 3
     first = folds[0]
@@ -133,8 +116,8 @@ def test_after_the_first_fold_the_prefix_stays_byte_identical(tmp_path: Path, mo
 
 def test_the_ledger_survives_three_successive_folds(tmp_path: Path) -> None:
     manager = CompressionManager(compress_at_tokens=8_000, payback_calls=None)
-    agent, model = loop_agent(tmp_path, manager, steps=45)
-    run_in_mode(agent, "Test every module.", "sync")
+    agent, model = modules_agent(tmp_path, manager, steps=45)
+    run_agent(agent, "Test every module.", "sync")
     assert manager.stats["folds"] >= 3
     kept, total = retention_at_end([r.messages for r in model.requests])
     assert total >= 60 and kept == total, f"acted-on facts lost: {kept}/{total}"
@@ -149,10 +132,10 @@ def test_the_ledger_survives_three_successive_folds(tmp_path: Path) -> None:
 def test_history_summary_before_the_question_and_progress_after_it(tmp_path: Path) -> None:
     """A second run with a folded first run: [system, history summary, question, progress summary, last batch]."""
     manager = CompressionManager(compress_at_tokens=4_000)
-    agent, model = loop_agent(tmp_path, manager, steps=12)
-    run_in_mode(agent, "Test every module.", "sync")
+    agent, model = modules_agent(tmp_path, manager, steps=12)
+    run_agent(agent, "Test every module.", "sync")
     model.requests.clear()
-    run_in_mode(agent, "Now test them again.", "sync")
+    run_agent(agent, "Now test them again.", "sync")
     kinds = [summary_kind(m) for m in model.requests[-1].messages]
     roles = [m.role for m in model.requests[-1].messages]
     question = next(

@@ -6,8 +6,6 @@ import json
 import logging
 import multiprocessing
 from collections import defaultdict
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,112 +29,48 @@ from agno_compression import (
 )
 from agno_compression._plan import is_summary
 from agno_compression._store import store_for
-from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
-from tests._store_workers import open_db, record_folds
+from agno_compression.testing import (
+    WHOLE_SESSION,
+    LoopAgent,
+    Reply,
+    ScriptedModel,
+    ScriptInfo,
+    ToolCall,
+    current_user,
+    log_chunk,
+    loop_agent,
+)
+from tests._store_workers import record_folds
 from tests.checks import check_request
-from tests.mysql_server import MySqlTarget, mysql_schema  # noqa: F401  (fixture)
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
-from tests.redis_server import RedisTarget, redis_prefix  # noqa: F401  (fixture)
+from tests.helpers import DbTarget, db_target
 
 BUDGET = 3_000
 STEPS = 8
 SYSTEM = "You read build logs."
 
 
-@dataclass
-class Log:
-    """Everything the tools and the model produced, in order."""
-
-    produced: list[tuple[str, str]] = field(default_factory=list)
-    folds: list[tuple[int, FoldEvent]] = field(default_factory=list)
-    counter: int = 0
-
-    def produced_tools(self) -> list[str]:
-        return [c for role, c in self.produced if role == "tool"]
-
-
-def db_location(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    """Where a db of ``kind`` lives for this test (unique per test; skips when the server is unreachable)."""
-    if kind == "sqlite":
-        return str(tmp_path / "agent.db"), None
-    if kind == "json":
-        return str(tmp_path / "json"), None
-    if kind == "postgres":
-        pg: PgTarget = request.getfixturevalue("pg_schema")
-        return pg.url, pg.schema
-    if kind == "mysql":
-        my: MySqlTarget = request.getfixturevalue("mysql_schema")
-        return my.url, my.schema
-    if kind == "redis":
-        rd: RedisTarget = request.getfixturevalue("redis_prefix")
-        return rd.url, rd.prefix
-    raise ValueError(kind)
-
-
-def make_db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    if kind == "memory":
-        from agno.db.in_memory import InMemoryDb
-
-        return InMemoryDb()
-    return open_db(kind, *db_location(kind, tmp_path, request))
-
-
-def current_user(messages: list[Message]) -> str:
-    users = [m for m in messages if m.role == "user" and not m.from_history and not is_summary(m)]
-    return str(users[-1].content) if users else ""
-
-
-def make_agent(db: Any, session_id: str, log: Log, manager: CompressionManager) -> tuple[Agent, ScriptedModel]:
-    calls: dict[str, int] = defaultdict(int)
-
-    def read_chunk(index: int) -> str:
-        """Read one long chunk of a build log."""
-        log.counter += 1
-        text = "\n".join(f"[{log.counter:03d}:{line:04d}] compiling src/m{index}/f{line}.c ok" for line in range(60))
-        text += f"\nerror: ValueError in step {log.counter}: exit code {index % 3} ✓ é"
-        log.produced.append(("tool", text))
-        return text
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        user = current_user(messages)
-        calls[user] += 1
-        n = calls[user]
-        if n > STEPS:
-            reply = Reply(text=f"Done with {user!r}: all chunks read.")
-        else:
-            reply = Reply(text=f"{user}: reading chunk {n}.", tool_calls=[ToolCall("read_chunk", {"index": n})])
-        log.produced.append(("assistant", reply.text or ""))
-        return reply
-
-    model = ScriptedModel(script=script)
-    agent = Agent(
-        model=model,
-        tools=[read_chunk],
+def log_reader(db: Any, session_id: str, **manager_kw: Any) -> LoopAgent:
+    """A real Agent reading ``STEPS`` long chunks (non-ASCII included) per run, folding at ``BUDGET``."""
+    return loop_agent(
         db=db,
         session_id=session_id,
-        system_message=SYSTEM,
-        add_history_to_context=True,
-        num_history_runs=100,
-        telemetry=False,
+        steps=STEPS,
+        system=SYSTEM,
+        tool_text=lambda index, n: log_chunk(index, n, lines=60) + " ✓ é",
+        compress_at_tokens=BUDGET,
+        **manager_kw,
     )
-    return manager.attach(agent), model
 
 
-def tracked_manager(log: Log, model_ref: list[ScriptedModel], **kw: Any) -> CompressionManager:
-    def on_fold(event: FoldEvent, folded: Any) -> None:
-        log.folds.append((len(model_ref[0].requests), event))
-
-    return CompressionManager(compress_at_tokens=BUDGET, on_fold=on_fold, **kw)
-
-
-def check_session(model: ScriptedModel, log: Log, events: list[Any], run_starts: list[int]) -> None:
+def check_session(h: LoopAgent, events: list[Any], run_starts: list[int]) -> None:
     """Invariants 4 and 5 over every request the model received."""
-    folds = [e for _, e in log.folds if e.summary]
+    model = h.model
+    folds = [e for _, e, _ in h.folds if e.summary]
     assert len(events) == len(folds), "one record per fold"
     assert [e.folded_ids for e in events] == [f.folded_ids for f in folds]
     assert [e.summary for e in events] == [f.summary for f in folds]
     for n, request in enumerate(model.requests):
-        before = [e for at, e in log.folds if at <= n and e.summary]
+        before = [e for at, e, _ in h.folds if at <= n and e.summary]
         folded = {i for e in before for i in e.folded_ids}
         sent = {m.id for m in request.messages}
         assert not (sent & folded), f"request {n}: folded ids back in context"
@@ -157,11 +91,9 @@ SHARED_DBS = ["sqlite", "postgres", "mysql", "redis"]  # safe for many writing p
 
 @pytest.mark.parametrize("kind", ALL_DBS)
 def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    db = make_db(kind, tmp_path, request)
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref)
-    agent, model = make_agent(db, "three-runs", log, manager)
-    ref.append(model)
+    db = db_target(kind, tmp_path, request).open()
+    h = log_reader(db, "three-runs")
+    agent, model = h.agent, h.model
     run_starts, inputs = [], []
     for k in range(3):
         run_starts.append(len(model.requests))
@@ -169,7 +101,7 @@ def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, requ
         inputs.append(text)
         out = agent.run(text)
         assert out.content.endswith(f"Done with {text!r}: all chunks read.")
-        runs_folds = [e for at, e in log.folds if at >= run_starts[-1] and e.summary]
+        runs_folds = [e for at, e, _ in h.folds if at >= run_starts[-1] and e.summary]
         assert runs_folds, f"run {k} did not fold"
     for n, req in enumerate(model.requests):
         run = max(i for i, s in enumerate(run_starts) if s <= n)
@@ -177,7 +109,7 @@ def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, requ
     store = store_for(db)
     assert store is not None
     events = store.events("three-runs")
-    check_session(model, log, events, run_starts)
+    check_session(h, events, run_starts)
     assert all(e.owner_type == "agent" and e.owner_id == agent.id and e.run_id for e in events)
     assert len({e.run_id for e in events}) == 3
     # Filtered on load, a folded message never reaches a later run's live list, so it is never folded twice
@@ -187,7 +119,7 @@ def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, requ
     # Nothing lost: every message, byte for byte, in order.
     stored = full_messages(db, "three-runs")
     expected: list[tuple[str, str]] = []
-    produced = iter(log.produced)
+    produced = iter(h.transcript)
     for text in inputs:
         expected += [("system", SYSTEM), ("user", text)]
         for role, content in produced:
@@ -199,25 +131,23 @@ def test_three_runs_fold_filter_and_lose_nothing(kind: str, tmp_path: Path, requ
     assert not any(is_summary(m) or m.from_history for m in stored)
 
 
-@pytest.mark.parametrize("kind", SHARED_DBS)
-def test_eight_processes_record_at_once_and_lose_nothing(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+@pytest.fixture(params=SHARED_DBS)
+def shared_db(request: pytest.FixtureRequest, tmp_path: Path) -> DbTarget:
+    """A db of a kind many processes may write at once."""
+    return db_target(request.param, tmp_path, request)
+
+
+def test_eight_processes_record_at_once_and_lose_nothing(shared_db: DbTarget) -> None:
     workers, folds = 8, 25
-    db = make_db(kind, tmp_path, request)
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    agent, model = make_agent(db, "shared", log, tracked_manager(log, ref))
-    ref.append(model)
+    db = shared_db.open()
+    h = log_reader(db, "shared")
+    agent, model = h.agent, h.model
     agent.run("Read build log 0.")
     before = db.get_session(session_id="shared", session_type=SessionType.AGENT).to_dict()
     recorded_here = len(store_for(db).events("shared"))  # type: ignore[union-attr]
-    where, schema = db_location(kind, tmp_path, request)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(workers)
-    procs = [
-        ctx.Process(target=record_folds, args=(kind, where, schema, "shared", w, folds, barrier))
-        for w in range(workers)
-    ]
+    procs = [ctx.Process(target=record_folds, args=(shared_db, "shared", w, folds, barrier)) for w in range(workers)]
     for p in procs:
         p.start()
     for p in procs:
@@ -241,7 +171,7 @@ def test_eight_processes_record_at_once_and_lose_nothing(
     agent.run("Read build log 1.")
     first = model.requests[start].messages
     assert not ({m.id for m in first} & state.folded_ids)
-    newest = [e.summary for at, e in log.folds if at <= start and e.summary][-1]
+    newest = [e.summary for at, e, _ in h.folds if at <= start and e.summary][-1]
     assert [m.content for m in first if is_summary(m)] == [newest]
     assert state.summary is not None and state.summary.startswith("summary of worker")
 
@@ -250,7 +180,7 @@ def test_eight_processes_record_at_once_and_lose_nothing(
 def test_team_session_records_filters_and_loses_nothing(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    db = make_db(kind, tmp_path, request)
+    db = db_target(kind, tmp_path, request).open()
     member_model = ScriptedModel(script=lambda m, i: "Report: " + ("all tests passed in module alpha. " * 60))
     member = Agent(name="Tester", id="tester", model=member_model, telemetry=False)
     per_run: dict[str, int] = defaultdict(int)
@@ -268,28 +198,19 @@ def test_team_session_records_filters_and_loses_nothing(
         return reply
 
     leader_model = ScriptedModel(script=leader)
-    log = Log()
+    folds: list[tuple[int, FoldEvent]] = []
 
     def on_fold(event: FoldEvent, folded: Any) -> None:
-        log.folds.append((len(leader_model.requests), event))
+        folds.append((len(leader_model.requests), event))
 
-    team = Team(
-        name="Lead",
-        model=leader_model,
-        members=[member],
-        db=db,
-        session_id="team-s",
-        add_history_to_context=True,
-        num_history_runs=100,
-        telemetry=False,
-    )
+    team = Team(name="Lead", model=leader_model, members=[member], db=db, session_id="team-s", **WHOLE_SESSION)
     manager = CompressionManager(compress_at_tokens=BUDGET, on_fold=on_fold)
     manager.attach(team)
     for k in range(2):
         out = team.run(f"Run suites {k}.")
         assert out.content.endswith(f"Everything delegated for Run suites {k}..")
     events = store_for(db).events("team-s")  # type: ignore[union-attr]
-    leader_folds = [(at, e) for at, e in log.folds if e.summary and e.folded_ids]
+    leader_folds = [(at, e) for at, e in folds if e.summary and e.folded_ids]
     assert events and all(e.owner_type == "team" and e.owner_id == team.id for e in events)
     assert len(events) == len(leader_folds)
     for n, req in enumerate(leader_model.requests):
@@ -304,24 +225,22 @@ def test_team_session_records_filters_and_loses_nothing(
 
 
 @pytest.fixture
-def closed_port() -> Iterator[int]:
+def dead_store() -> SQLAlchemyStore:
+    """A PostgreSQL store on a loopback port nothing listens on: every load and record fails."""
     import socket
 
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    yield port
+    return SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{port}/x?connect_timeout=2")
 
 
 def test_failing_store_leaves_the_run_completing_with_a_warning(
-    tmp_path: Path, closed_port: int, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, dead_store: SQLAlchemyStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broken = SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{closed_port}/x?connect_timeout=2")
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref, store=broken, store_cooldown=0)
-    agent, model = make_agent(SqliteDb(db_file=str(tmp_path / "a.db")), "broken", log, manager)
-    ref.append(model)
+    h = log_reader(SqliteDb(db_file=str(tmp_path / "a.db")), "broken", store=dead_store, store_cooldown=0)
+    agent, manager = h.agent, h.manager
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
         out = agent.run("Read build log 0.")
         agent.run("Read build log 1.")
@@ -330,38 +249,34 @@ def test_failing_store_leaves_the_run_completing_with_a_warning(
     assert any("could not record the fold" in r.message for r in caplog.records)
     assert any("could not load the session's compression records" in r.message for r in caplog.records)
     tools = [m.content for m in full_messages(agent.db, "broken") if m.role == "tool"]
-    assert tools == [c for r, c in log.produced if r == "tool"]
+    assert tools == h.produced
 
 
 def test_agent_without_sql_db_keeps_its_records_in_the_session() -> None:
     from agno.db.in_memory import InMemoryDb
 
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref)
     db = InMemoryDb()
-    agent, model = make_agent(db, "mem", log, manager)
-    ref.append(model)
-    agent.run("Read build log 0.")
+    h = log_reader(db, "mem")
+    manager = h.manager
+    h.agent.run("Read build log 0.")
     assert manager.stats["folds"] >= 1 and manager.stats["records_written"] == manager.stats["folds"]
     session = db.get_session(session_id="mem", session_type=SessionType.AGENT)
     rows = session.session_data["agno_compression_events"]
-    assert [r["folded_ids"] for r in rows] == [e.folded_ids for _, e in log.folds if e.summary]
+    assert [r["folded_ids"] for r in rows] == [e.folded_ids for _, e, _ in h.folds if e.summary]
 
 
-def _three_runs(db: Any, session_id: str) -> tuple[Agent, ScriptedModel, Log]:
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    agent, model = make_agent(db, session_id, log, tracked_manager(log, ref))
-    ref.append(model)
+def _three_runs(db: Any, session_id: str) -> LoopAgent:
+    h = log_reader(db, session_id)
     for k in range(3):
-        agent.run(f"Read build log {k}.")
-    return agent, model, log
+        h.agent.run(f"Read build log {k}.")
+    return h
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_session_data_mirrors_the_records_and_stats_agree(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    db = make_db(kind, tmp_path, request)
+    db = db_target(kind, tmp_path, request).open()
     _three_runs(db, "books")
     events = SQLAlchemyStore.for_agno_db(db).events("books")
     session = db.get_session(session_id="books", session_type=SessionType.AGENT)
@@ -393,7 +308,7 @@ def test_snapshot_moves_a_session_to_another_database(
     _three_runs(source, "moving")
     snap = json.loads(json.dumps(snapshot(source, "moving")))  # survives a trip through JSON
     (tmp_path / "t").mkdir()
-    dest = make_db(target, tmp_path / "t", request)
+    dest = db_target(target, tmp_path / "t", request).open()
     assert load_snapshot(dest, snap) == len(snap["records"]) > 0
     assert load_snapshot(dest, snap) == 0  # loading twice adds nothing
     assert [m.to_dict() for m in full_messages(dest, "moving")] == [
@@ -401,12 +316,10 @@ def test_snapshot_moves_a_session_to_another_database(
     ]
     assert stats(dest, "moving").folded_messages == stats(source, "moving").folded_messages
     # the moved session keeps working: a new run there does not see folded history, and sees the summary
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    agent, model = make_agent(dest, "moving", log, tracked_manager(log, ref))
-    ref.append(model)
-    agent.run("Read build log 3.")
+    h = log_reader(dest, "moving")
+    h.agent.run("Read build log 3.")
     folded = {i for r in snap["records"] for i in r["folded_ids"]}
-    first = model.requests[0].messages
+    first = h.model.requests[0].messages
     assert not ({m.id for m in first} & folded)
     assert [m.content for m in first if is_summary(m)] == [snap["records"][-1]["summary"]]
 
@@ -432,48 +345,41 @@ def test_compressed_view_is_what_a_new_run_would_see(tmp_path: Path) -> None:
 
 
 def test_a_dead_store_costs_one_attempt_per_cooldown(
-    tmp_path: Path, closed_port: int, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, dead_store: SQLAlchemyStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broken = SQLAlchemyStore.from_url(f"postgresql+psycopg://postgres@127.0.0.1:{closed_port}/x?connect_timeout=2")
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref, store=broken, store_cooldown=600)
-    agent, model = make_agent(SqliteDb(db_file=str(tmp_path / "a.db")), "dead", log, manager)
-    ref.append(model)
+    h = log_reader(SqliteDb(db_file=str(tmp_path / "a.db")), "dead", store=dead_store, store_cooldown=600)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
         for k in range(3):
-            assert agent.run(f"Read build log {k}.").content.endswith("all chunks read.")
+            assert h.agent.run(f"Read build log {k}.").content.endswith("all chunks read.")
     attempts = [r for r in caplog.records if "could not" in r.message]
     assert len(attempts) == 1, [r.message for r in attempts]
-    assert manager.stats["folds"] >= 3 and manager.stats["records_skipped"] >= 2
+    assert h.manager.stats["folds"] >= 3 and h.manager.stats["records_skipped"] >= 2
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_async_agno_dbs_record_and_filter(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     import asyncio
 
+    target = db_target(kind, tmp_path, request, file="async.db")
     if kind == "sqlite":
         pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
         from agno.db.sqlite import AsyncSqliteDb
 
-        db: Any = AsyncSqliteDb(db_file=str(tmp_path / "async.db"))
-        reader = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'async.db'}")
+        db: Any = AsyncSqliteDb(db_file=target.where)
     else:
         from agno.db.postgres import AsyncPostgresDb
 
-        target: PgTarget = request.getfixturevalue("pg_schema")
         db = AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)
-        reader = SQLAlchemyStore.from_url(target.url, schema=target.schema)
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    manager = tracked_manager(log, ref)
-    agent, model = make_agent(db, "async-s", log, manager)
-    ref.append(model)
+    reader = SQLAlchemyStore.from_url(target.url, schema=target.schema)
+    h = log_reader(db, "async-s")
+    agent, model, manager = h.agent, h.model, h.manager
     starts = []
     for k in range(2):
         starts.append(len(model.requests))
         asyncio.run(agent.arun(f"Read build log {k}."))
     events = reader.events("async-s")
     assert events and manager.stats["records_written"] == len(events)
-    check_session(model, log, events, starts)
+    check_session(h, events, starts)
 
 
 def test_reading_an_async_db_names_the_sync_class_to_use(tmp_path: Path) -> None:
@@ -486,38 +392,30 @@ def test_reading_an_async_db_names_the_sync_class_to_use(tmp_path: Path) -> None
         full_messages(AsyncSqliteDb(db_file=str(tmp_path / "a.db")), "s")
 
 
-@pytest.mark.parametrize("kind", SHARED_DBS)
-def test_eight_agent_processes_fold_one_session_at_once(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+def test_eight_agent_processes_fold_one_session_at_once(shared_db: DbTarget) -> None:
     """8 real Agents in 8 processes, one session, >= 25 folds each, all at once: nothing lost."""
     from concurrent.futures import ProcessPoolExecutor
 
     from tests._store_workers import run_folding_agent
 
-    workers, folds = 8, 25
-    db = make_db(kind, tmp_path, request)
-    where, schema = db_location(kind, tmp_path, request)
+    db = shared_db.open()
     # One run first, in this process: agno creates its own tables (its CREATE TABLE is not race-safe).
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    agent, model = make_agent(db, "crowd", log, tracked_manager(log, ref))
-    ref.append(model)
-    agent.run("Read build log 0.")
-    reread = open_db(kind, where, schema).get_session(session_id="crowd", session_type=SessionType.AGENT)
+    h = log_reader(db, "crowd")
+    h.agent.run("Read build log 0.")
+    reread = shared_db.open().get_session(session_id="crowd", session_type=SessionType.AGENT)
     if isinstance(reread.session_data, str):
         pytest.skip(
             "agno 3.1.10's MySQLDb reads JSON columns back as text on MariaDB, so plain agno cannot run a second "
             "Agent on a stored session (TypeError in resolve_run_options); the 8-process record test covers our table"
         )
+    workers, folds = 8, 25
     store = store_for(db)
     assert store is not None
     first = store.load("crowd")
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Manager().Barrier(workers)
     with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futures = [
-            pool.submit(run_folding_agent, kind, where, schema, "crowd", w, folds, barrier) for w in range(workers)
-        ]
+        futures = [pool.submit(run_folding_agent, shared_db, "crowd", w, folds, barrier) for w in range(workers)]
         results = [f.result(timeout=600) for f in futures]
     assert all(n >= folds for n, _, _ in results), [n for n, _, _ in results]
     state = store.load("crowd")
@@ -527,7 +425,7 @@ def test_eight_agent_processes_fold_one_session_at_once(
     stored_tools = [m.content for m in full_messages(db, "crowd") if m.role == "tool"]
     for _, _, produced in results:
         assert set(produced) <= set(stored_tools)
-    assert len(stored_tools) == len(log.produced_tools()) + sum(len(p) for _, _, p in results)
+    assert len(stored_tools) == len(h.produced) + sum(len(p) for _, _, p in results)
     session = db.get_session(session_id="crowd", session_type=SessionType.AGENT)
     assert session is not None and len(session.runs) == workers + 1
 
@@ -535,16 +433,15 @@ def test_eight_agent_processes_fold_one_session_at_once(
 def test_folds_count_when_agno_leaves_tool_messages_out_of_storage(tmp_path: Path) -> None:
     """``store_tool_messages=False``: the run is stored without its tool results; its folds still count."""
     db = SqliteDb(db_file=str(tmp_path / "a.db"))
-    log, ref = Log(), []  # type: ignore[var-annotated]
-    agent, model = make_agent(db, "no-tools", log, tracked_manager(log, ref))
+    h = log_reader(db, "no-tools")
+    agent, model = h.agent, h.model
     agent.store_tool_messages = False
-    ref.append(model)
     starts = []
     for k in range(2):
         starts.append(len(model.requests))
         agent.run(f"Read build log {k}.")
     assert not [m for m in full_messages(db, "no-tools") if m.role == "tool"], "agno stored no tool results"
-    earlier = [e for at, e in log.folds if at <= starts[1] and e.summary]
+    earlier = [e for at, e, _ in h.folds if at <= starts[1] and e.summary]
     assert earlier
     first = model.requests[starts[1]].messages
     assert [m.content for m in first if is_summary(m)] == [earlier[-1].summary]

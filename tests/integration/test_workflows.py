@@ -29,7 +29,7 @@ from agno_compression import (
 from agno_compression._cli import app
 from agno_compression._plan import is_summary
 from agno_compression._sessions import _agno_session, session_runs
-from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall, scripted_agent
 
 runner = CliRunner()
 CHUNKS = 10
@@ -49,7 +49,7 @@ def _reader(db: Any, produced: list[str], name: str = "reader") -> Agent:
         return Reply(text=f"{name}: chunk {n}.", tool_calls=[ToolCall("read_chunk", {"index": n})])
 
     # The step's agent gets the workflow's db, so its folds are recorded (agno does not hand it the workflow's).
-    return Agent(name=name, id=name, model=ScriptedModel(script=script), tools=[read_chunk], db=db, telemetry=False)
+    return scripted_agent(script, read_chunk, name=name, id=name, db=db)[0]
 
 
 def _team(db: Any, produced: list[str]) -> Team:
@@ -110,25 +110,22 @@ def _check_session(db: Any, manager: CompressionManager, produced: list[str], tm
     assert [m.to_dict() for m in full_messages(other, "wf")] == [m.to_dict() for m in stored]
 
 
-def test_agent_step_in_a_workflow(tmp_path: Path) -> None:
+@pytest.mark.parametrize("owner", ["agent", "team"])
+def test_step_in_a_workflow(tmp_path: Path, owner: str) -> None:
+    """An attached Agent step, or a Team step whose member reads the chunks."""
     db = SqliteDb(db_file=str(tmp_path / "wf.db"))
     produced: list[str] = []
     manager = CompressionManager(compress_at_tokens=1_500)
-    agent = manager.attach(_reader(db, produced))
-    workflow = Workflow(name="wf", id="wf-agent", db=db, steps=[Step(name="read", agent=agent)], session_id="wf")
-    out = workflow.run("read the log")
-    assert str(out.content).endswith("reader: all chunks read.")
-    assert len(produced) == CHUNKS
-    _check_session(db, manager, produced, tmp_path)
-
-
-def test_team_step_in_a_workflow(tmp_path: Path) -> None:
-    db = SqliteDb(db_file=str(tmp_path / "wf.db"))
-    produced: list[str] = []
-    manager = CompressionManager(compress_at_tokens=1_500)
-    team = manager.attach(_team(db, produced))
-    workflow = Workflow(name="wf", id="wf-team", db=db, steps=[Step(name="delegate", team=team)], session_id="wf")
-    out = workflow.run("read the logs")
-    assert "everything delegated" in str(out.content)
-    assert produced, "the member read chunks"
+    if owner == "agent":
+        step = Step(name="read", agent=manager.attach(_reader(db, produced)))
+    else:
+        step = Step(name="delegate", team=manager.attach(_team(db, produced)))
+    workflow = Workflow(name="wf", id=f"wf-{owner}", db=db, steps=[step], session_id="wf")
+    out = workflow.run("read the log" if owner == "agent" else "read the logs")
+    if owner == "agent":
+        assert str(out.content).endswith("reader: all chunks read.")
+        assert len(produced) == CHUNKS
+    else:
+        assert "everything delegated" in str(out.content)
+        assert produced, "the member read chunks"
     _check_session(db, manager, produced, tmp_path)

@@ -86,20 +86,11 @@ def agent_killed_before_record(path: str, survive: int) -> None:
     h.run("read until killed")
 
 
-def load_sessions(
-    kind: str, where: str, schema: str | None, worker: int, folds: int, barrier: Any
-) -> tuple[int, float, list[str]]:
+def load_sessions(target: Any, worker: int, folds: int, barrier: Any) -> tuple[int, float, list[str]]:
     """One writer of the load test: ``folds`` records into its own session (and a shared one), timed."""
     from agno_compression import SQLAlchemyStore
 
-    if kind == "sqlite":
-        from agno.db.sqlite import SqliteDb
-
-        db: Any = SqliteDb(db_file=where)
-    else:
-        from agno.db.postgres import PostgresDb
-
-        db = PostgresDb(db_url=where, db_schema=schema)
+    db = target.open()
     store = SQLAlchemyStore.for_agno_db(db)
     barrier.wait(timeout=120)
     started = time.monotonic()

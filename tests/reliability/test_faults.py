@@ -6,7 +6,6 @@ half-written, nothing is retried without bound (calls are counted), and folds st
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import multiprocessing
 import os
@@ -25,20 +24,20 @@ from agno_compression import (
     SessionCompression,
     SQLAlchemyStore,
     StoreError,
-    Summary,
     TokenCounter,
     full_messages,
 )
 from agno_compression._plan import is_summary
+from agno_compression.testing import RUN_MODES, FailingSummarizer, LoopAgent
 from tests.checks import check_request
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+from tests.helpers import DbTarget, db_target
 from tests.reliability import _workers
-from tests.reliability._agents import BUDGET, MODES, SYSTEM, Harness, build
+from tests.reliability._agents import BUDGET, SYSTEM, build
 
 TASK = "Read every chunk of the build log."
 
 
-def check_run(h: Harness, output: Any, task: str = TASK) -> None:
+def check_run(h: LoopAgent, output: Any, task: str = TASK) -> None:
     """Completed, every request under budget with no orphan and system/user/last batch verbatim."""
     assert output is not None and str(output.content).endswith("all chunks read."), output
     for request in h.model.requests:
@@ -52,42 +51,12 @@ def stored_tools(db: Any, session_id: str = "s1") -> list[str]:
 # --- summarizer faults, in every run mode ----------------------------------------------------------------------
 
 
-class BrokenSummarizer:
-    """Raises, returns nothing, returns garbage, or hangs (sync: a thread; async: a coroutine)."""
-
-    def __init__(self, how: str) -> None:
-        self.name = f"broken-{how}"
-        self.how = how
-        self.calls = 0
-
-    def _result(self) -> Any:
-        if self.how == "raise":
-            raise RuntimeError("provider exploded")
-        if self.how == "garbage":
-            return ["not", "a", "summary"]
-        if self.how == "none":
-            return None
-        return Summary(text="", strategy=self.name)
-
-    def summarize(self, request: Any) -> Any:
-        self.calls += 1
-        if self.how == "hang":
-            time.sleep(3)
-        return self._result()
-
-    async def asummarize(self, request: Any) -> Any:
-        self.calls += 1
-        if self.how == "hang":
-            await asyncio.sleep(3)
-        return self._result()
-
-
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", RUN_MODES)
 @pytest.mark.parametrize("how", ["raise", "empty", "none", "garbage", "hang"])
 def test_failing_summarizer_degrades_to_extractive_in_every_mode(
     tmp_path: Path, mode: str, how: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broken = BrokenSummarizer(how)
+    broken = FailingSummarizer(how)
     db = SqliteDb(db_file=str(tmp_path / "a.db"))
     h = build(db=db, summarizer=broken, summarizer_timeout=0.25)
     started = time.monotonic()
@@ -307,18 +276,14 @@ def _integrity(path: Path) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'kill.db'}", None
-    target: PgTarget = request.getfixturevalue("pg_schema")
-    return target.url, target.schema
+@pytest.fixture(params=["sqlite", "postgres"])
+def kill_db(request: pytest.FixtureRequest, tmp_path: Path) -> DbTarget:
+    """The records' database: a SQLite file (``kill.db``) or a fresh PostgreSQL schema."""
+    return db_target(request.param, tmp_path, request, file="kill.db")
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_sigkill_inside_the_record_transaction_is_all_or_nothing(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    url, schema = _store(kind, tmp_path, request)
+def test_sigkill_inside_the_record_transaction_is_all_or_nothing(tmp_path: Path, kill_db: DbTarget) -> None:
+    url, schema = kill_db.url, kill_db.schema
     flag = tmp_path / "inside"
     proc = _spawn(_workers.record_then_stall_in_transaction, url, schema, str(flag), 3)
     deadline = time.monotonic() + 60
@@ -332,18 +297,15 @@ def test_sigkill_inside_the_record_transaction_is_all_or_nothing(
     rows = store.events("killed")
     assert [r.summary for r in rows] == [f"summary of fold f{i}" for i in range(3)], "the in-flight row is absent"
     _complete(rows)
-    if kind == "sqlite":
+    if kill_db.kind == "sqlite":
         _integrity(tmp_path / "kill.db")
     # the database is usable at once: no stale lock, no hot journal left behind
     store.record(CompressionRecord("killed", [f"f9-m{j}" for j in range(4)], "summary of fold f9", "extractive"))
     assert len(store.events("killed")) == 4
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_sigkill_at_random_moments_never_leaves_a_half_row(
-    tmp_path: Path, kind: str, request: pytest.FixtureRequest
-) -> None:
-    url, schema = _store(kind, tmp_path, request)
+def test_sigkill_at_random_moments_never_leaves_a_half_row(tmp_path: Path, kill_db: DbTarget) -> None:
+    url, schema = kill_db.url, kill_db.schema
     acks = tmp_path / "acks.txt"
     acked: set[str] = set()
     rng = __import__("random").Random(7)
@@ -361,7 +323,7 @@ def test_sigkill_at_random_moments_never_leaves_a_half_row(
     _complete(rows)
     assert len(acked) >= 6, "the workers never managed to record"
     assert acked <= {r.summary.split()[-1] for r in rows}, "an acknowledged fold is missing"
-    if kind == "sqlite":
+    if kill_db.kind == "sqlite":
         _integrity(tmp_path / "kill.db")
 
 
@@ -413,25 +375,8 @@ def test_giant_current_user_message_does_not_fold_on_every_call(
     assert len(h.summary_folds) <= calls / 4, f"{len(h.summary_folds)} folds in {calls} model calls"
 
 
-class BlockingAsyncSummarizer:
-    """An async summarizer that blocks the event loop (a sync client called from ``asummarize``)."""
-
-    name = "blocking"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def summarize(self, request: Any) -> Any:
-        self.calls += 1
-        time.sleep(1.5)
-        return Summary(text="late summary", strategy=self.name)
-
-    async def asummarize(self, request: Any) -> Any:
-        return self.summarize(request)
-
-
 def test_blocking_async_summarizer_is_bounded_by_the_timeout(tmp_path: Path) -> None:
-    blocking = BlockingAsyncSummarizer()
+    blocking = FailingSummarizer("block", hang_seconds=1.5)  # an async summarizer blocking the event loop
     h = build(db=SqliteDb(db_file=str(tmp_path / "a.db")), summarizer=blocking, summarizer_timeout=0.2, steps=8)
     started = time.monotonic()
     out = h.run(TASK, "async")

@@ -16,26 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agno.db.sqlite import SqliteDb
 
 from agno_compression import CompressionManager, SQLAlchemyStore, full_messages
 from agno_compression._plan import is_summary
+from agno_compression.testing import LoopAgent
 from tests.checks import check_request
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+from tests.helpers import db_target
 from tests.reliability import _workers
-from tests.reliability._agents import BUDGET, SYSTEM, Harness, build
+from tests.reliability._agents import BUDGET, SYSTEM, build
 
 FIGURES: dict[str, str] = {}
-
-
-def make_db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, str, str | None]:
-    if kind == "sqlite":
-        path = str(tmp_path / "load.db")
-        return SqliteDb(db_file=path), path, None
-    from agno.db.postgres import PostgresDb
-
-    target: PgTarget = request.getfixturevalue("pg_schema")
-    return PostgresDb(db_url=target.url, db_schema=target.schema), target.url, target.schema
 
 
 def _figure(name: str, text: str) -> None:
@@ -46,13 +36,14 @@ def _figure(name: str, text: str) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_sixteen_writer_processes_fifty_folds_each(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     workers, folds = 16, 50
-    db, where, schema = make_db(kind, tmp_path, request)
+    target = db_target(kind, tmp_path, request, file="load.db")
+    db = target.open()
     SQLAlchemyStore.for_agno_db(db).ensure_table()
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Manager().Barrier(workers)
     started = time.monotonic()
     with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_workers.load_sessions, kind, where, schema, w, folds, barrier) for w in range(workers)]
+        futures = [pool.submit(_workers.load_sessions, target, w, folds, barrier) for w in range(workers)]
         results = [f.result(timeout=300) for f in futures]
     wall = time.monotonic() - started
     store = SQLAlchemyStore.for_agno_db(db)
@@ -75,7 +66,7 @@ def test_sixteen_writer_processes_fifty_folds_each(kind: str, tmp_path: Path, re
     )
 
 
-def _check_isolated(h: Harness, mine: set[str], foreign_ids: set[str], foreign_summaries: set[str]) -> None:
+def _check_isolated(h: LoopAgent, mine: set[str], foreign_ids: set[str], foreign_summaries: set[str]) -> None:
     for request in h.model.requests:
         sent = {m.id for m in request.messages}
         assert not (sent & foreign_ids), "a message of another session reached this agent"
@@ -91,8 +82,8 @@ def pair_clean(request: Any) -> bool:
     return pair_violations(request.messages) == []
 
 
-def _many_agents(kind: str, tmp_path: Path, request: pytest.FixtureRequest, n: int) -> tuple[Any, list[Harness]]:
-    db, _, _ = make_db(kind, tmp_path, request)
+def _many_agents(kind: str, tmp_path: Path, request: pytest.FixtureRequest, n: int) -> tuple[Any, list[LoopAgent]]:
+    db = db_target(kind, tmp_path, request, file="load.db").open()
     manager_store = SQLAlchemyStore.for_agno_db(db)
     manager_store.ensure_table()
     shared = CompressionManager(compress_at_tokens=BUDGET)
@@ -106,7 +97,7 @@ def _many_agents(kind: str, tmp_path: Path, request: pytest.FixtureRequest, n: i
     return db, hs
 
 
-def _verify_many(db: Any, hs: list[Harness], tasks: list[str]) -> None:
+def _verify_many(db: Any, hs: list[LoopAgent], tasks: list[str]) -> None:
     store = SQLAlchemyStore.for_agno_db(db)
     per_session = {f"sess-{k}": store.events(f"sess-{k}") for k in range(len(hs))}
     for k, h in enumerate(hs):

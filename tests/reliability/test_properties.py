@@ -36,13 +36,12 @@ from agno_compression import (
     CompressionRecord,
     LLMSummarizer,
     SessionCompression,
-    Summary,
     TokenCounter,
     pair_violations,
 )
 from agno_compression._messages import call_ids, result_ids
 from agno_compression._plan import HISTORY, SYSTEM_ROLES, is_summary, summary_kind
-from agno_compression.testing import ScriptedModel
+from agno_compression.testing import FailingSummarizer, ScriptedModel
 from tests.reliability._profile import count, share
 from tests.strategies import agno_conversation
 
@@ -83,32 +82,12 @@ def warnings_log() -> Iterator[_Collect]:
         logger.removeHandler(handler)
 
 
-class FlakySummarizer:
-    """A summarizer that fails the way real ones do: raises, returns nothing, returns garbage."""
-
-    def __init__(self, how: str) -> None:
-        self.name = f"flaky-{how}"
-        self.how = how
-        self.calls = 0
-
-    def summarize(self, request: Any) -> Any:
-        self.calls += 1
-        if self.how == "raise":
-            raise RuntimeError("provider exploded")
-        if self.how == "empty":
-            return Summary(text=" \n ", strategy=self.name)
-        return {"not": "a summary"}
-
-    async def asummarize(self, request: Any) -> Any:
-        return self.summarize(request)
-
-
 _LLM_MODEL = ScriptedModel(script=lambda m, i: "## Key facts\n- src/app.py exit 1\n## Next step\n- rerun")
 
 
 def _summarizer(name: str) -> Any:
-    if name.startswith("flaky-"):
-        return FlakySummarizer(name.split("-", 1)[1])
+    if name.startswith("failing-"):
+        return FailingSummarizer(name.split("-", 1)[1])
     if name == "llm":
         _LLM_MODEL.requests.clear()
         return LLMSummarizer(model=_LLM_MODEL)
@@ -116,7 +95,7 @@ def _summarizer(name: str) -> Any:
 
 
 SUMMARIZERS = st.sampled_from(
-    ["extractive", "extractive", "extractive", "pipeline", "mask", "flaky-raise", "flaky-empty", "flaky-garbage", "llm"]
+    ["extractive"] * 3 + ["pipeline", "mask", "failing-raise", "failing-blank", "failing-garbage", "llm"]
 )
 BUDGETS = st.sampled_from([256, 300, 600, 1_500, 4_000, 30_000])
 
@@ -292,7 +271,7 @@ def test_manager_fold_keeps_every_invariant(
     for event, msgs in folds:
         assert event.folded_ids == [m.id for m in msgs]
         assert bool(event.summary) == bool(event.folded_ids) or event.strategy in ("mask", "shorten")
-    if summarizer.startswith("flaky-") and folded:
+    if summarizer.startswith("failing-") and folded:
         assert all(e.strategy == f"{summarizer}->extractive" for e, _ in folds if e.summary)
         assert manager.strategy.summarizer.calls == len([e for e, _ in folds if e.summary])  # type: ignore[union-attr]
     # the next model call with nothing new: no second fold (no fold-every-call loop)

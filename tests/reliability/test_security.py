@@ -32,9 +32,9 @@ from agno_compression._summarizers import (
     SummaryRequest,
     render_transcript,
 )
-from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
-from tests.reliability._agents import Harness, build
+from agno_compression.testing import WHOLE_SESSION, LoopAgent, Reply, ScriptedModel, ScriptInfo, ToolCall, current_user
+from tests.helpers import DbTarget, db_target
+from tests.reliability._agents import build
 from tests.reliability._profile import count, share
 from tests.strategies import INJECTIONS, RICH_TEXT, agno_conversation
 
@@ -176,15 +176,6 @@ def test_legacy_function_role_output_is_quoted_too() -> None:
 # --- (b) isolation between users, sessions, agents and teams sharing one database ---------------------------
 
 
-def _db(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    if kind == "sqlite":
-        return SqliteDb(db_file=str(tmp_path / "shared.db"))
-    from agno.db.postgres import PostgresDb
-
-    target: PgTarget = request.getfixturevalue("pg_schema")
-    return PostgresDb(db_url=target.url, db_schema=target.schema)
-
-
 def _team(db: Any, session_id: str, tag: str) -> tuple[Team, ScriptedModel, list[str]]:
     member_model = ScriptedModel(script=lambda m, i: f"{tag}report: " + (f"{tag} suite passed. " * 80))
     member = Agent(name="Tester", id=f"{tag}tester", model=member_model, telemetry=False)
@@ -192,8 +183,7 @@ def _team(db: Any, session_id: str, tag: str) -> tuple[Team, ScriptedModel, list
     produced: list[str] = []
 
     def leader(messages: list[Message], info: ScriptInfo) -> Reply:
-        users = [m for m in messages if m.role == "user" and not m.from_history and not is_summary(m)]
-        user = str(users[-1].content) if users else ""
+        user = current_user(messages)
         per_user[user] = per_user.get(user, 0) + 1
         if per_user[user] <= 8:
             args = {"member_id": f"{tag}tester", "task": f"{tag} suite {per_user[user]}"}
@@ -209,9 +199,8 @@ def _team(db: Any, session_id: str, tag: str) -> tuple[Team, ScriptedModel, list
         db=db,
         session_id=session_id,
         user_id="user-team",
-        add_history_to_context=True,
-        num_history_runs=100,
         telemetry=False,
+        **WHOLE_SESSION,
     )
     return team, model, produced
 
@@ -221,13 +210,13 @@ def _team(db: Any, session_id: str, tag: str) -> tuple[Team, ScriptedModel, list
 def test_sessions_users_agents_and_teams_never_see_each_other(
     kind: str, shared_manager: bool, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    db = _db(kind, tmp_path, request)
+    db = db_target(kind, tmp_path, request, file="shared.db").open()
     specs = [
         ("A-", "sess-a", "user-1", "agent-a"),
         ("B-", "sess-b", "user-1", "agent-b"),
         ("C-", "sess-c", "user-2", "agent-c"),
     ]
-    hs: dict[str, Harness] = {}
+    hs: dict[str, LoopAgent] = {}
     for tag, session, user, agent_id in specs:
         hs[session] = build(db=db, session_id=session, tag=tag, steps=10, user_id=user, agent_id=agent_id)
     team, team_model, _ = _team(db, "sess-t", "T-")
@@ -280,7 +269,7 @@ def _digest(path: Path) -> tuple[str, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
 
 
-def _make_sessions(db: Any) -> dict[str, Harness]:
+def _make_sessions(db: Any) -> dict[str, LoopAgent]:
     hs = {}
     for k, session in enumerate(NASTY_IDS):
         h = build(db=db, session_id=session, tag=f"S{k}-", steps=10, history=False)
@@ -348,22 +337,21 @@ def test_cli_binds_sql_metacharacters_and_never_writes_sqlite(tmp_path: Path) ->
     assert {s for s in NASTY_IDS if full_messages(check, s)} == set(NASTY_IDS)
 
 
-def test_cli_on_postgresql_binds_values_and_runs_read_only(pg_schema: PgTarget, tmp_path: Path) -> None:  # noqa: F811
-    from agno.db.postgres import PostgresDb
+def test_cli_on_postgresql_binds_values_and_runs_read_only(postgres_db: DbTarget, tmp_path: Path) -> None:
     from sqlalchemy import create_engine, text
 
-    db = PostgresDb(db_url=pg_schema.url, db_schema=pg_schema.schema)
+    db = postgres_db.open()
     hs = _make_sessions(db)
-    engine = create_engine(pg_schema.url)
+    engine = create_engine(postgres_db.url)
 
     def counts() -> tuple[int, int]:
         with engine.connect() as conn:
-            s = conn.execute(text(f'SELECT count(*) FROM "{pg_schema.schema}".agno_sessions')).scalar_one()
-            e = conn.execute(text(f'SELECT count(*) FROM "{pg_schema.schema}".agno_compression_events')).scalar_one()
+            s = conn.execute(text(f'SELECT count(*) FROM "{postgres_db.schema}".agno_sessions')).scalar_one()
+            e = conn.execute(text(f'SELECT count(*) FROM "{postgres_db.schema}".agno_compression_events')).scalar_one()
         return int(s), int(e)
 
     before = counts()
-    base = ["--db", pg_schema.url, "--schema", pg_schema.schema]
+    base = ["--db", postgres_db.url, "--schema", postgres_db.schema]
     for session, h in hs.items():
         result = runner.invoke(app, ["inspect", *base, "--session", session, "--json", "--ids"])
         assert result.exit_code == 0, result.output
@@ -378,7 +366,7 @@ def test_cli_on_postgresql_binds_values_and_runs_read_only(pg_schema: PgTarget, 
     # the CLI's connections are read-only: a write through its engine is refused by the server
     from agno_compression._cli import open_db
 
-    handle = open_db(pg_schema.url, schema=pg_schema.schema)
+    handle = open_db(postgres_db.url, schema=postgres_db.schema)
     with pytest.raises(Exception, match="read-only"), handle.db_engine.begin() as conn:
-        conn.execute(text(f'DELETE FROM "{pg_schema.schema}".agno_sessions'))
+        conn.execute(text(f'DELETE FROM "{postgres_db.schema}".agno_sessions'))
     assert counts() == before

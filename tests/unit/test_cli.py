@@ -97,7 +97,7 @@ from agno.db.sqlite import SqliteDb  # noqa: E402
 from agno_compression import CompressionManager, full_messages  # noqa: E402
 from agno_compression.eval import load_trajectories  # noqa: E402
 from agno_compression.testing import Reply, ScriptedModel, ToolCall  # noqa: E402
-from tests.pg import PgTarget, pg_schema  # noqa: E402, F401
+from tests.helpers import DbTarget  # noqa: E402
 
 
 def _fill(db: object, session_id: str = "s1", runs: int = 2) -> None:
@@ -183,18 +183,17 @@ def test_report_draws_a_chart_and_a_page(session_db: Path, tmp_path: Path) -> No
     assert svg.read_text().lstrip().startswith("<?xml")
 
 
-def test_commands_work_on_postgresql_urls(pg_schema: PgTarget, tmp_path: Path) -> None:  # noqa: F811
-    from agno.db.postgres import PostgresDb
+def test_commands_work_on_postgresql_urls(postgres_db: DbTarget, tmp_path: Path) -> None:
 
-    _fill(PostgresDb(db_url=pg_schema.url, db_schema=pg_schema.schema), "pg-s", runs=1)
-    db = ["--db", pg_schema.url, "--schema", pg_schema.schema]
+    _fill(postgres_db.open(), "pg-s", runs=1)
+    db = ["--db", postgres_db.url, "--schema", postgres_db.schema]
     rows = json.loads(runner.invoke(app, ["inspect", *db, "--json"]).stdout)
     assert rows[0]["session_id"] == "pg-s" and rows[0]["folds"] >= 1
     assert runner.invoke(app, ["export", *db, "--session", "pg-s"]).exit_code == 0
     out = tmp_path / "pg.png"
     assert runner.invoke(app, ["report", *db, "--session", "pg-s", "--out", str(out)]).exit_code == 0
     assert out.exists()
-    missing = runner.invoke(app, ["inspect", "--db", pg_schema.url, "--schema", "no_such_schema"])
+    missing = runner.invoke(app, ["inspect", "--db", postgres_db.url, "--schema", "no_such_schema"])
     assert missing.exit_code == 2 and "no agno tables" in missing.stderr
 
 

@@ -15,7 +15,7 @@ from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, pai
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary
 from agno_compression._sessions import stored_ids_of
 from agno_compression._store import TABLE_NAME, SessionCompression, load_counted
-from tests.pg import PgTarget, pg_schema  # noqa: F401  (fixture)
+from tests.helpers import DbTarget, db_target
 from tests.strategies import conversation, examples
 
 
@@ -25,9 +25,7 @@ def row(session: str, ids: list[str], summary: str | None = "s", **kw: Any) -> C
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> SQLAlchemyStore:
-    if request.param == "sqlite":
-        return SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'store.db'}")
-    target: PgTarget = request.getfixturevalue("pg_schema")
+    target = db_target(request.param, tmp_path, request, file="store.db")
     return SQLAlchemyStore.from_url(target.url, schema=target.schema)
 
 
@@ -168,14 +166,12 @@ def test_for_agno_db_needs_a_sql_engine() -> None:
         SQLAlchemyStore.for_agno_db(InMemoryDb())
 
 
-def test_for_agno_db_uses_the_postgres_schema(pg_schema: PgTarget) -> None:  # noqa: F811
-    from agno.db.postgres import PostgresDb
-
-    db = PostgresDb(db_url=pg_schema.url, db_schema=pg_schema.schema)
+def test_for_agno_db_uses_the_postgres_schema(postgres_db: DbTarget) -> None:
+    db = postgres_db.open()
     store = SQLAlchemyStore.for_agno_db(db)
     store.record(row("s", ["a"]))
     with store.engine.connect() as conn:
-        n = conn.execute(text(f'select count(*) from "{pg_schema.schema}".{TABLE_NAME}')).scalar()
+        n = conn.execute(text(f'select count(*) from "{postgres_db.schema}".{TABLE_NAME}')).scalar()
     assert n == 1
 
 
