@@ -183,7 +183,7 @@ WHOLE_SESSION: dict[str, Any] = {"add_history_to_context": True, "num_history_ru
 
 def run_agent(agent: Any, text: str, mode: str = "sync") -> Any:
     """Run an Agent or Team on ``text`` in one of ``RUN_MODES``; the final run output."""
-    from ._replay import run_in_mode  # _replay imports this module: imported here, when first used
+    from .eval import run_in_mode  # eval imports this module: imported here, when first used
 
     return run_in_mode(agent, text, mode)
 
