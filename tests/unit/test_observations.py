@@ -779,7 +779,7 @@ TABLES = {
         "id,name\r\n" + "".join(f"{i},{'n' * 12}\r\n" + "\r\n" * (i % 2) for i in range(6)),
         True,
     ),
-    "a header and two rows": ("id,text\n" + f"1,{'v' * 30}\n2,{'v' * 30}\n3,{'v' * 40}", True),
+    "a header and two rows": ("id,text\n" + f"1,{'v' * 30}\n2,{'v' * 70}", True),
     "blank first line": ("\nid,text\n" + "".join(f"{i},{'v' * 30}\n" for i in range(5)), False),
     "header fills the head budget": ("h" * 47 + ",x\n" + "".join(f"{i},{'v' * 30}\n" for i in range(5)), True),
     "header one over the head budget": ("h" * 48 + ",x\n" + "".join(f"{i},{'v' * 30}\n" for i in range(5)), False),
@@ -928,6 +928,17 @@ def test_room_a_short_value_leaves_goes_to_the_long_one() -> None:
         '[dict with 2 keys (521 chars); long values shortened]\n{\n  "id": 7,\n'
         f'  "text": "{"t" * 68}"...(+432 chars)\n}}'
     )
+    # the status uses all but one character of its share: that one goes to the text
+    assert truncate_output(json.dumps({"status": "s" * 37, "text": "t" * 500}), 200) == (
+        f'[dict with 2 keys (563 chars); long values shortened]\n{{\n  "status": "{"s" * 37}",\n'
+        f'  "text": "{"t" * 26}"...(+474 chars)\n}}'
+    )
+
+
+def test_a_nested_container_too_big_for_its_share_shows_its_size_or_only_its_brackets() -> None:
+    text = json.dumps([[1, 1]] * 40)
+    assert truncate_output(text, 138).split("\n")[2] == "  [... 2 items],"  # 14 characters: exactly the share
+    assert truncate_output(text, 137).split("\n")[2] == "  [...],"
 
 
 def test_one_omitted_item_is_counted() -> None:
