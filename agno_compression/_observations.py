@@ -90,16 +90,17 @@ def _head_tail_budgets(max_chars: int, head_chars: int | None, tail_chars: int |
     half = max_chars // 2
     head = half if head_chars is None else _check_int("head_chars", head_chars, 0)
     tail = half if tail_chars is None else _check_int("tail_chars", tail_chars, 0)
+    # the other side takes at most the rest, and nothing when one side alone is over max_chars (then rejected)
     if head_chars is not None and tail_chars is None:
-        tail = min(half, max_chars - head)
+        tail = max(0, min(half, max_chars - head))
     if tail_chars is not None and head_chars is None:
-        head = min(half, max_chars - tail)
+        head = max(0, min(half, max_chars - tail))
     if head + tail > max_chars or head + tail < 1:
         raise ConfigError(
             f"head_chars + tail_chars must be between 1 and max_chars ({max_chars}), "
             f"got head_chars={head_chars!r}, tail_chars={tail_chars!r} ({head} + {tail})"
         )
-    return max(head, 0), max(tail, 0)
+    return head, tail
 
 
 # --------------------------------------------------------------------------- unicode-safe cuts
@@ -108,12 +109,11 @@ def _head_tail_budgets(max_chars: int, head_chars: int | None, tail_chars: int |
 def _is_attached(char: str) -> bool:
     """True when ``char`` belongs to the character before it (mark, joiner, selector, modifier, low surrogate)."""
     code = ord(char)
+    # variation selectors (U+FE00-FE0F, U+E0100-E01EF) are marks (Mn); skin-tone modifiers are symbols (Sk)
     return (
         unicodedata.category(char).startswith("M")
         or code == _ZWJ
         or 0xDC00 <= code <= 0xDFFF
-        or 0xFE00 <= code <= 0xFE0F
-        or 0xE0100 <= code <= 0xE01EF
         or 0x1F3FB <= code <= 0x1F3FF
     )
 
@@ -160,14 +160,13 @@ def _count_lines(text: str) -> int:
 
 
 def _head_cut(text: str, budget: int, min_fill: float) -> tuple[str, bool]:
-    """The start of ``text`` within ``budget``: whole lines if they fill ``min_fill`` of it, else characters.
+    """The start of ``text`` within ``budget`` (< ``len(text)``): whole lines if they fill ``min_fill`` of it, else
+    characters.
 
     Returns the kept text and whether it ends at a line boundary.
     """
     if budget <= 0:
         return "", False
-    if budget >= len(text):
-        return text, True
     newline = text.rfind("\n", 0, budget)
     if newline >= 0 and newline + 1 >= max(1.0, budget * min_fill):
         return text[: newline + 1], True
@@ -175,14 +174,13 @@ def _head_cut(text: str, budget: int, min_fill: float) -> tuple[str, bool]:
 
 
 def _tail_cut(text: str, budget: int, min_fill: float) -> tuple[str, bool]:
-    """The end of ``text`` within ``budget``: whole lines if they fill ``min_fill`` of it, else characters.
+    """The end of ``text`` within ``budget`` (< ``len(text)``): whole lines if they fill ``min_fill`` of it, else
+    characters.
 
     Returns the kept text and whether it starts at a line boundary.
     """
     if budget <= 0:
         return "", False
-    if budget >= len(text):
-        return text, True
     start = len(text) - budget
     newline = text.find("\n", start - 1)
     if newline >= 0 and len(text) - (newline + 1) >= max(1.0, budget * min_fill):
@@ -223,10 +221,8 @@ def _text_notice(text: str, head: tuple[str, bool], tail: tuple[str, bool], tabl
     omitted_lines = max(0, lines - _count_lines(head[0]) - _count_lines(tail[0]))
     if table:
         subject = f"table truncated: {_plural(total, 'char')}, a header and {_plural(lines - 1, 'row')}"
-        if head[1]:
-            shown_head = f"the header and the first {_plural(_count_lines(head[0]) - 1, 'row')}"
-        else:
-            shown_head = "the first " + _describe_side(*head)
+        # a table's header fits the head budget and its cut needs no minimum fill: the head is whole rows
+        shown_head = f"the header and the first {_plural(_count_lines(head[0]) - 1, 'row')}"
         shown_tail = _describe_side(tail[0], tail[1], "row")
         unit = "whole row"
     else:
@@ -311,7 +307,7 @@ def _parse_structure(output: str) -> tuple[Any, bool] | None:
         except (ValueError, RecursionError):
             pass
         else:
-            return (value, True) if isinstance(value, (list, dict)) else None
+            return value, True  # JSON that starts with [ or { is a list or a dict
     if len(source) > _LITERAL_PARSE_LIMIT:
         return None
     try:
@@ -322,11 +318,9 @@ def _parse_structure(output: str) -> tuple[Any, bool] | None:
 
 
 def _clip(text: str, budget: int) -> str:
-    """``text`` cut to ``budget`` characters, ending in ``...`` when cut."""
+    """``text`` cut to ``budget`` (at least 4; every caller gives 8 or more) characters, ending in ``...`` when cut."""
     if len(text) <= budget:
         return text
-    if budget < 4:
-        return "." * max(budget, 0)
     return text[: _cut_back(text, budget - 3)] + "..."
 
 
@@ -376,15 +370,15 @@ def _allocate(renderers: Sequence[Renderer], budget: int) -> list[tuple[str, boo
     return rendered
 
 
-def _fit_counts(shape: _Shape, total: int, budget: int, min_child: int) -> _Shape | None:
-    """Reduce the shown head/tail counts until every shown entry gets at least ``min_child`` characters."""
+def _fit_counts(shape: _Shape, total: int, budget: int, min_child: int) -> tuple[int, int] | None:
+    """The shown head/tail counts, reduced until every shown entry gets at least ``min_child`` characters."""
     head, tail = shape.head, shape.tail
     while head + tail > 0:
         parts = head + tail + (1 if head + tail < total else 0)
         overhead = len(shape.opening) + len(shape.closing) + len(shape.separator) * (parts - 1)
         overhead += len(_omission_marker(total - head - tail, shape.noun))
         if (budget - overhead) // (head + tail) >= min_child:
-            return _Shape(shape.opening, shape.closing, shape.separator, shape.noun, head, tail)
+            return head, tail
         if head > max(1, tail):
             head -= 1
         elif tail > 0:
@@ -407,17 +401,18 @@ def _render_entries(
     fitted = _fit_counts(shape, len(entries), budget, min_child)
     if fitted is None:
         return None
-    chosen = list(entries[: fitted.head]) + list(entries[len(entries) - fitted.tail :])
-    marker = _omission_marker(len(entries) - fitted.head - fitted.tail, shape.noun)
+    head, tail = fitted
+    chosen = list(entries[:head]) + list(entries[len(entries) - tail :])
+    marker = _omission_marker(len(entries) - head - tail, shape.noun)
     parts_count = len(chosen) + (1 if marker else 0)
-    overhead = len(fitted.opening) + len(fitted.closing) + len(fitted.separator) * (parts_count - 1) + len(marker)
+    overhead = len(shape.opening) + len(shape.closing) + len(shape.separator) * (parts_count - 1) + len(marker)
     renderers = [_bind(render_entry, entry) for entry in chosen]
     rendered = _allocate(renderers, budget - overhead)
     texts = [text for text, _ in rendered]
     if marker:
-        texts.insert(fitted.head, marker)
-    text = fitted.opening + fitted.separator.join(texts) + fitted.closing
-    return _Rendered(text, any(cut for _, cut in rendered), fitted.head, fitted.tail, len(entries))
+        texts.insert(head, marker)
+    text = shape.opening + shape.separator.join(texts) + shape.closing
+    return _Rendered(text, any(cut for _, cut in rendered), head, tail, len(entries))
 
 
 def _bind(render_entry: Callable[[Any, int], tuple[str, bool]], entry: Any) -> Renderer:
@@ -548,24 +543,22 @@ def truncate_output(
 
     Raises:
         ConfigError: ``output`` is not a ``str``, ``max_chars`` < 100, ``list_items`` or ``dict_items`` < 1,
-            ``list_tail`` < 0, or ``head_chars + tail_chars`` is not between 1 and ``max_chars``.
+            ``list_tail`` < 0, or ``head_chars + tail_chars`` (or the one given) is not between 1 and
+            ``max_chars``.
     """
     _check_text("output", output)
     _check_int("max_chars", max_chars, MIN_MAX_CHARS)
-    style = _Style(
-        list_items=_check_int("list_items", list_items, 1),
-        list_tail=_check_int("list_tail", list_tail, 0),
-        dict_items=_check_int("dict_items", dict_items, 1),
-        as_json=False,
-    )
+    _check_int("list_items", list_items, 1)
+    _check_int("list_tail", list_tail, 0)
+    _check_int("dict_items", dict_items, 1)
     head_budget, tail_budget = _head_tail_budgets(max_chars, head_chars, tail_chars)
     if len(output) <= max_chars:
         return output
     parsed = _parse_structure(output)
     if parsed is not None:
         value, as_json = parsed
-        json_style = _Style(style.list_items, style.list_tail, style.dict_items, as_json)
-        return _truncate_structure(value, len(output), max_chars, json_style)
+        style = _Style(list_items, list_tail, dict_items, as_json)
+        return _truncate_structure(value, len(output), max_chars, style)
     return _truncate_text(output, head_budget, tail_budget)
 
 

@@ -1,7 +1,7 @@
 """Mutation testing of the core promises with mutmut 3, one module at a time (docs/mutation.md).
 
     pip install -e '.[test,mutation]'
-    python bench/mutation.py                 # every target (about 47 minutes here, on 2 shared CPUs)
+    python bench/mutation.py                 # every target (docs/mutation.md: time)
     python bench/mutation.py plan metrics    # some targets
     python bench/mutation.py --list          # the targets, their functions and tests
     python bench/mutation.py --survivors plan  # after adding tests: re-run what the last run left alive
@@ -9,7 +9,8 @@
 Each target runs in its own scratch copy of the repository (``.mutation/<target>``, git-ignored), whose
 ``pyproject.toml`` gets a ``[tool.mutmut]`` section naming that module and that target's narrow test selection;
 mutmut then copies the scratch into its ``mutants/`` and runs, for every mutant, only the selected tests that
-reach the mutated function. Only the functions that hold a promise are mutated (the globs below). Hypothesis
+reach the mutated function, fastest first, with the fork server's heap frozen for the garbage collector
+(``bench/_mutation_plugin.py``). Only the functions that hold a promise are mutated (the globs below). Hypothesis
 properties run on at most ``AGNO_COMPRESSION_MAX_EXAMPLES`` examples here. Never more than one mutmut process:
 targets run one after another with ``--max-children 2``. Results: ``bench/out/mutation-<target>.txt`` (every
 mutant and its status) and a summary table on stdout. Not part of the pytest run or CI.
@@ -228,13 +229,17 @@ def _scratch(name: str, target: Target) -> Path:
         else:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(item, dest)
+    # gc frozen before each mutant's tests, fastest tests first (bench/_mutation_plugin.py): same verdicts, sooner
+    shutil.copy2(ROOT / "bench" / "_mutation_plugin.py", where / "_mutation_plugin.py")
     pyproject = (where / "pyproject.toml").read_text()
     deselect = [arg for test in target.deselect for arg in ("--deselect", test)]
+    pytest_args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "_mutation_plugin", *deselect]
     section = (
         "[tool.mutmut]\n"
         'source_paths = ["agno_compression"]\n'
         f'only_mutate = ["{target.module}"]\n'
-        f"pytest_add_cli_args = {_toml_list(['-x', '-q', '-p', 'no:cacheprovider', *deselect])}\n"
+        'also_copy = ["_mutation_plugin.py"]\n'
+        f"pytest_add_cli_args = {_toml_list(pytest_args)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
         # fork each mutant's run from a process that ran no test: module-level caches (the fixed stream classes)
         # filled by the clean run would otherwise hide mutants of the code that fills them
@@ -252,7 +257,7 @@ def run(name: str, target: Target, survivors: bool = False) -> dict[str, int]:
     if survivors and report.exists():
         # re-check only what the last run left alive (after adding tests); the rest keeps its status
         before = dict(line.rsplit(": ", 1) for line in report.read_text().splitlines())
-        names = [key for key, status in before.items() if status != "killed"]
+        names = [key for key, status in before.items() if status not in ("killed", "timeout")]
         if not names:
             names = list(target.functions)
     where = _scratch(name, target)
