@@ -790,6 +790,9 @@ class CompressionManager(AgnoCompressionManager):
                 # its sync ``summarize`` runs in a daemon thread instead, and only the waiting is async.
                 result = await asyncio.wait_for(self._in_thread(summarizer, request), self.summarizer_timeout)
             return self._checked(result, summarizer)
+        except asyncio.TimeoutError as exc:  # wait_for's own has no message: name the timeout, as the sync path does
+            reason = SummarizerError(str(exc) or f"no summary after {self.summarizer_timeout}s")
+            return self._fallback_summary(request, summarizer, reason)
         except Exception as exc:
             return self._fallback_summary(request, summarizer, exc)
 
