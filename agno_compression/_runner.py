@@ -147,6 +147,8 @@ class SummarizerRunner:
                 # its sync ``summarize`` runs in a daemon thread instead, and only the waiting is async.
                 result = await asyncio.wait_for(self._future(summarizer, request), self.timeout)
             return self._checked(result, summarizer)
+        except asyncio.TimeoutError:  # wait_for's own has no message: name the timeout, as ``run`` does
+            return self._fall_back(request, summarizer, SummarizerError(f"no summary after {self.timeout}s"))
         except Exception as exc:
             return self._fall_back(request, summarizer, exc)
 

@@ -117,15 +117,25 @@ TARGETS = {
                 "_in_thread",
             )
         ),
-        tuple(
-            f"tests/unit/test_manager.py::{test}"
-            for test in (
-                "test_failing_summarizer_falls_back_to_extractive",
-                "test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately",
-                "test_the_post_hook_puts_every_folded_message_back_in_order",
-                "test_the_post_hook_never_breaks_a_run",
-                "test_long_loop_stays_under_budget_and_loses_nothing[extractive-sync]",
-            )
+        (
+            *(
+                f"tests/unit/test_manager.py::{test}"
+                for test in (
+                    "test_failing_summarizer_falls_back_to_extractive",
+                    "test_a_working_custom_summarizer_is_used_as_it_is",
+                    "test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately",
+                    "test_the_post_hook_puts_every_folded_message_back_in_order",
+                    "test_the_post_hook_never_breaks_a_run",
+                    "test_runs_sharing_messages_each_get_their_own_back",
+                    "test_without_a_context_the_post_hook_finds_the_run_that_saw_the_messages",
+                    "test_the_post_hook_leaves_a_run_it_never_saw_alone",
+                    "test_long_loop_stays_under_budget_and_loses_nothing[extractive-sync]",
+                )
+            ),
+            "tests/integration/test_manager_fallback.py",
+            # the post-hook's policy usage accounting and session_data mirror
+            "tests/unit/test_observation_policies.py::test_observation_summary_by_model_is_accounted_as_compression_usage",
+            "tests/integration/test_persistence.py::test_session_data_mirrors_the_records_and_stats_agree[sqlite]",
         ),
     ),
     # streaming usage counted once

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,7 +16,7 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 from agno.team import Team
 
-from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline
+from agno_compression import CompressionManager, ConfigError, LLMSummarizer, Pipeline, Summary
 from agno_compression._plan import is_summary
 from agno_compression.eval import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
@@ -132,34 +132,55 @@ def test_llm_summarizer_uses_the_agents_model_and_is_accounted_separately(tmp_pa
     assert compression_in > 0 and agent_in > 0
 
 
+LATE = 2.0
+"""Seconds a slow summarizer takes: far past the tests' ``summarizer_timeout``, short enough to end soon after."""
+WORKER = "agno-compression-summarizer"
+
+
 class BrokenSummarizer:
-    """A summarizer that fails the way real ones do."""
+    """A summarizer that fails the way real ones do; it notes the thread each call runs on."""
 
     def __init__(self, how: str) -> None:
         self.name = f"broken-{how}"
         self.how = how
-        self.calls = 0
+        self.threads: list[threading.Thread] = []
 
     def summarize(self, request: Any) -> Any:
-        self.calls += 1
+        self.threads.append(threading.current_thread())
         if self.how == "raise":
             raise RuntimeError("provider exploded")
-        if self.how == "hang":
-            time.sleep(5)
+        if self.how == "hang":  # a good summary, but too late to be used
+            time.sleep(LATE)
+            return Summary(text="a late summary", strategy=self.name)
         if self.how == "garbage":
             return 42
-        from agno_compression import Summary
-
-        return Summary(text="   ", strategy=self.name)
+        if self.how == "not-text":
+            return Summary(text=42, strategy=self.name)  # type: ignore[arg-type]
+        return Summary(text="  \n ", strategy=self.name)
 
     async def asummarize(self, request: Any) -> Any:
-        if self.how == "hang":
-            await asyncio.sleep(5)
         return self.summarize(request)
 
 
+# what each failure's warning gives as the reason
+REASONS = {
+    "raise": "provider exploded",
+    "empty": "summarizer 'broken-empty' returned no usable text (Summary)",
+    "not-text": "summarizer 'broken-not-text' returned no usable text (Summary)",
+    "garbage": "summarizer 'broken-garbage' returned no usable text (int)",
+    "hang": "no summary after 0.3s",
+}
+
+
+def on_workers(threads: list[threading.Thread]) -> bool:
+    """Every call ran on the manager's own daemon worker, never on the run's thread (an abandoned one never holds
+    up the interpreter's exit)."""
+    here = threading.current_thread()
+    return bool(threads) and all(t.name == WORKER and t.daemon and t is not here for t in threads)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])  # two code paths: a worker thread, an awaited future
-@pytest.mark.parametrize("how", ["raise", "empty", "garbage", "hang"])
+@pytest.mark.parametrize("how", list(REASONS))
 def test_failing_summarizer_falls_back_to_extractive(
     tmp_path: Path, how: str, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -170,13 +191,16 @@ def test_failing_summarizer_falls_back_to_extractive(
         output = run_in_mode(agent, "Read every chunk of the build log.", mode)
     assert output.content.endswith("All chunks read.")
     check_requests(model, BUDGET, "Read every chunk of the build log.")
-    assert manager.stats["summarizer_failures"] == broken.calls >= 1  # one try per fold, no retry loop
-    warnings = [r.message for r in caplog.records if "using the extractive summary" in r.message]
-    assert len(warnings) == broken.calls and all(f"'{broken.name}'" in w for w in warnings)
-    if how == "raise":  # the summarizer's own error is what the warning names
-        assert all("provider exploded" in w for w in warnings)
+    calls = len(broken.threads)
+    # one try per fold, no retry loop; each failure counted once and warned once, naming the summarizer and why
     folds = [e for e in manager.events if e.summary]
-    assert folds and all(e.strategy == f"{broken.name}->extractive" for e in folds)
+    assert calls >= 1 and manager.stats["summarizer_failures"] == calls == len(folds)
+    warning = f"agno-compression: summarizer '{broken.name}' failed ({REASONS[how]}); using the extractive summary"
+    assert [r.getMessage() for r in caplog.records] == [warning] * calls
+    assert all(e.strategy == f"{broken.name}->extractive" for e in folds)
+    sent = [m for r in model.requests for m in r.messages if is_summary(m)]
+    assert sent and not any("a late summary" in str(m.content) for m in sent)
+    assert on_workers(broken.threads)
 
 
 class EchoSummarizer:
@@ -185,12 +209,10 @@ class EchoSummarizer:
     name = "echo"
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.threads: list[threading.Thread] = []
 
     def summarize(self, request: Any) -> Any:
-        from agno_compression import Summary
-
-        self.calls += 1
+        self.threads.append(threading.current_thread())
         return Summary(text=f"echo: {len(request.messages)} messages folded", strategy=self.name)
 
     async def asummarize(self, request: Any) -> Any:
@@ -198,16 +220,22 @@ class EchoSummarizer:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_working_custom_summarizer_is_used_as_it_is(tmp_path: Path, mode: str) -> None:
+def test_a_working_custom_summarizer_is_used_as_it_is(
+    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
     echo = EchoSummarizer()
-    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=echo)
+    # a timeout the test would notice: a summary that never reaches the fold falls back within 5 s
+    manager = CompressionManager(compress_at_tokens=BUDGET, summarizer=echo, summarizer_timeout=5)
     agent, model, _ = make_agent(tmp_path, manager)
-    run_in_mode(agent, "Read every chunk of the build log.", mode)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        run_in_mode(agent, "Read every chunk of the build log.", mode)
     folds = [e for e in manager.events if e.summary]
-    assert folds and echo.calls == len(folds) and manager.stats["summarizer_failures"] == 0
+    assert folds and len(echo.threads) == len(folds) and manager.stats["summarizer_failures"] == 0
     assert all(e.strategy == "echo" and "messages folded" in (e.summary or "") for e in folds)
     sent = [m for r in model.requests for m in r.messages if is_summary(m)]
     assert sent and all(str(m.content).startswith("echo: ") for m in sent)
+    assert not caplog.records
+    assert on_workers(echo.threads)
 
 
 def test_one_giant_tool_output_is_shortened_in_context_only(tmp_path: Path) -> None:
@@ -390,17 +418,19 @@ def test_kept_messages_over_the_budget_do_not_fold_on_every_call(tmp_path: Path)
     assert len(summary_folds) <= 1, f"{len(summary_folds)} folds in {calls} model calls"
 
 
-def _grow_and_fold(manager: CompressionManager, batches: int = 10) -> tuple[list[Message], list[Message]]:
+def _grow_and_fold(
+    manager: CompressionManager, batches: int = 10, start: list[Message] | None = None, tag: str = "c"
+) -> tuple[list[Message], list[Message]]:
     """A live list grown one tool batch per model call, folded by the manager as agno would; (live, everything)."""
-    live = [Message(role="system", content="You read build logs."), Message(role="user", content="read them all")]
+    live = start or [Message(role="system", content="You read build logs."), Message(role="user", content="read all")]
     everything = list(live)
     for i in range(batches):
         if manager.should_compress(live, None):
             manager.compress(live)
-        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_chunk", "arguments": "{}"}}
+        call = {"id": f"{tag}{i}", "type": "function", "function": {"name": "read_chunk", "arguments": "{}"}}
         new = [
             Message(role="assistant", content=f"chunk {i}", tool_calls=[call]),
-            Message(role="tool", tool_call_id=f"c{i}", content=f"chunk {i}: " + "compiling ok\n" * 150),
+            Message(role="tool", tool_call_id=f"{tag}{i}", content=f"chunk {i}: " + "compiling ok\n" * 150),
         ]
         if i == 3:  # what agno adds for the model only (retry guidance): never stored
             new.append(Message(role="user", content="try again", add_to_agent_memory=False))
@@ -448,4 +478,55 @@ def test_the_post_hook_never_breaks_a_run(caplog: pytest.LogCaptureFixture) -> N
 
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
         manager.restore_run_messages(Unwritable(), SimpleNamespace(messages=live))
-    assert any("could not restore folded messages" in r.message for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records] == [
+        "agno-compression: could not restore folded messages into the run output: read-only run output"
+    ]
+
+
+def test_runs_sharing_messages_each_get_their_own_back() -> None:
+    """agno hands the same objects to every run of an agent (a ``Message`` given as ``system_message``, a cached
+    session's history): the post-hook finds each run by its own context, whichever run ends first."""
+    from agno.run.agent import RunOutput
+
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    system = Message(role="system", content="You read build logs.")
+    history = [Message(role="user", content="an earlier task"), Message(role="assistant", content="done before")]
+    runs = [
+        _grow_and_fold(manager, start=[system, *history, Message(role="user", content=f"read part {k}")], tag=f"{k}-")
+        for k in (0, 1)
+    ]
+    assert manager.stats["folds"] >= 4
+    extra = Message(role="assistant", content="in the run output only")
+    for k in (1, 0):  # the later run ends first
+        live, everything = runs[k]
+        output = RunOutput(run_id=f"r{k}", messages=[*live, extra])
+        manager.restore_run_messages(output, SimpleNamespace(messages=live))
+        # the run's own messages in order, then what only the output held; no summary
+        assert [id(m) for m in output.messages or []] == [id(m) for m in everything if m.add_to_agent_memory] + [
+            id(extra)
+        ]
+
+
+def test_without_a_context_the_post_hook_finds_the_run_that_saw_the_messages() -> None:
+    from agno.run.agent import RunOutput
+
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    runs = [_grow_and_fold(manager, tag=f"{k}-") for k in (0, 1)]
+    for k in (1, 0):
+        live, everything = runs[k]
+        output = RunOutput(run_id=f"r{k}", messages=list(live))
+        manager.restore_run_messages(output, None)
+        assert [id(m) for m in output.messages or []] == [id(m) for m in everything if m.add_to_agent_memory]
+
+
+def test_the_post_hook_leaves_a_run_it_never_saw_alone(caplog: pytest.LogCaptureFixture) -> None:
+    from agno.run.agent import RunOutput
+
+    manager = CompressionManager(compress_at_tokens=1_500, persist=False)
+    _grow_and_fold(manager)  # another run is tracked
+    unseen = [Message(role="system", content="You read build logs."), Message(role="user", content="hi")]
+    output = RunOutput(run_id="other", messages=list(unseen))
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        manager.restore_run_messages(output, SimpleNamespace(messages=unseen))
+    assert [id(m) for m in output.messages or []] == [id(m) for m in unseen]
+    assert not caplog.records
