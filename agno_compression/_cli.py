@@ -452,7 +452,7 @@ def export_command(
     with_view: Annotated[bool, typer.Option("--with-view", help="Add the compressed view the model sees.")] = False,
     schema: SchemaOption = None,
 ) -> None:
-    """Export full original messages as training data (OpenAI-chat JSONL; format in the README)."""
+    """Export full original messages as training data (OpenAI-chat JSONL; format in docs/cli.md)."""
     from ._export import export_examples
 
     if per not in ("session", "run"):

@@ -1,6 +1,6 @@
 """Observation tokens the model sees, as a share of the original, per source of the shared recordings.
 
-Regenerates the README's observation-share table (section "Tool outputs"): every tool output (``role="tool"``
+Regenerates the observation-share table of docs/observations.md: every tool output (``role="tool"``
 message as recorded; text-only loops, whose observations are user messages, have none) of every run in
 ``../shared/trajectories`` goes through each policy with its defaults; the table gives the original o200k tokens
 and what each policy leaves, as a share. Offline, deterministic (``ObservationSummaryPolicy`` without a model uses
