@@ -2,38 +2,26 @@
 
 >>> from agno_compression import CompressionManager
 >>> agent = CompressionManager(compress_at_tokens=16_000).attach(Agent(model=..., db=SqliteDb(...)))
+
+Token counting lives in ``agno_compression.tokens``, test helpers (scripted models, a loopback
+guard) in ``agno_compression.testing``.
 """
 
 from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerError, TokenCountError
+from ._export import export_examples
 from ._manager import CompressionManager, FoldEvent
-from ._metrics import USAGE_STYLES, StreamUsage, fix_stream_usage, stream_usage_style, usage_increment
-from ._observations import (
-    OUTPUT_GUIDANCE,
-    ObservationPolicy,
-    ObservationSummaryPolicy,
-    TieredOutputPolicy,
-    TruncatePolicy,
-    shorten_text,
-    truncate_output,
-)
-from ._plan import FoldPlan, PairViolation, pair_violations, plan_fold
-from ._sessions import SessionStats, compressed_view, full_messages, load_snapshot, snapshot, stats
-from ._store import CompressionRecord, CompressionStore, SessionCompression, SQLAlchemyStore
-from ._summarizers import (
-    ExtractiveSummarizer,
-    LLMSummarizer,
-    Pipeline,
-    Summarizer,
-    Summary,
-    SummaryRequest,
-)
-from .tokens import TokenCounter, count_tokens
+from ._metrics import fix_stream_usage
+from ._observations import ObservationPolicy, ObservationSummaryPolicy, TieredOutputPolicy, TruncatePolicy
+from ._plan import is_summary
+from ._sessions import compressed_view, full_messages, load_snapshot, snapshot, stats
+from ._store import CompressionRecord, CompressionStore, SQLAlchemyStore
+from ._summarizers import ExtractiveSummarizer, LLMSummarizer, Pipeline, Summarizer, Summary, SummaryRequest
+from ._truncate import truncate_output
+from .tokens import count_tokens
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "OUTPUT_GUIDANCE",
-    "USAGE_STYLES",
+__all__ = [  # grouped in docs/index.md; sorted here
     "CompressionError",
     "CompressionManager",
     "CompressionRecord",
@@ -41,37 +29,27 @@ __all__ = [
     "ConfigError",
     "ExtractiveSummarizer",
     "FoldEvent",
-    "FoldPlan",
     "LLMSummarizer",
     "ObservationPolicy",
     "ObservationSummaryPolicy",
-    "PairViolation",
     "Pipeline",
     "SQLAlchemyStore",
-    "SessionCompression",
-    "SessionStats",
     "StoreError",
-    "StreamUsage",
     "Summarizer",
     "SummarizerError",
     "Summary",
     "SummaryRequest",
     "TieredOutputPolicy",
     "TokenCountError",
-    "TokenCounter",
     "TruncatePolicy",
-    "__version__",
     "compressed_view",
     "count_tokens",
+    "export_examples",
     "fix_stream_usage",
     "full_messages",
+    "is_summary",
     "load_snapshot",
-    "pair_violations",
-    "plan_fold",
-    "shorten_text",
     "snapshot",
     "stats",
-    "stream_usage_style",
     "truncate_output",
-    "usage_increment",
 ]

@@ -16,7 +16,6 @@ from agno.models.message import Message
 
 from ._archive import SEARCH_HINT
 from ._messages import calls_by_id
-from ._observations import shorten_text
 from ._plan import HISTORY, PROGRESS, FoldPlan, make_summary_message, plan_fold
 from ._records import FoldEvent, FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
@@ -31,6 +30,7 @@ from ._summarizers import (
     mask_placeholder,
     strip_header,
 )
+from ._truncate import shorten_text
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:

@@ -37,7 +37,7 @@ MAX_EXAMPLES = 40
 
 @dataclass(frozen=True)
 class Target:
-    module: str
+    modules: tuple[str, ...]
     functions: tuple[str, ...]
     """Mutant name globs (mutmut's mangling: ``x_<function>`` and ``xǁ<Class>ǁ<method>``)."""
     tests: tuple[str, ...]
@@ -54,14 +54,12 @@ _STORE_TESTS = (
 TARGETS = {
     # fold planning, pair safety, filter on load
     "plan": Target(
-        "agno_compression/_plan.py",
+        ("agno_compression/_plan.py",),
         tuple(
             f"{M}_plan.{name}__mutmut_*"
             for name in (
                 "x_summary_kind",
                 "x_is_summary",
-                "x_call_ids",
-                "x_result_ids",
                 "x_make_summary_message",
                 "xǁFoldPlanǁ*",
                 "x__is_attachment",
@@ -83,7 +81,7 @@ TARGETS = {
     ),
     # the union of fold records, the newest summary, rows counted only when their run was stored
     "store": Target(
-        "agno_compression/_store.py",
+        ("agno_compression/_store.py",),
         tuple(
             f"{M}_store.{name}__mutmut_*"
             for name in (
@@ -97,25 +95,22 @@ TARGETS = {
     ),
     # which stored messages and runs a fold row is checked against (agno's side of the session)
     "sessions": Target(
-        "agno_compression/_sessions.py",
+        ("agno_compression/_sessions.py",),
         (f"{M}_sessions.x_stored_ids_of__mutmut_*",),
         _STORE_TESTS,
     ),
     # the post-hook restore and the summarizer fallback, sync and async
     "manager": Target(
-        "agno_compression/_manager.py",
-        tuple(
-            f"{M}_manager.xǁCompressionManagerǁ{name}__mutmut_*"
-            for name in (
-                "restore_run_messages",
-                "_pop_state",
-                "_full_run",
-                "_checked",
-                "_fallback_summary",
-                "_summarize_sync",
-                "_summarize_async",
-                "_in_thread",
-            )
+        ("agno_compression/_manager.py", "agno_compression/_runs.py", "agno_compression/_runner.py"),
+        (
+            f"{M}_manager.xǁCompressionManagerǁrestore_run_messages__mutmut_*",
+            f"{M}_runs.xǁRunStateǁfull_run__mutmut_*",
+            f"{M}_runs.xǁRunRegistryǁpop__mutmut_*",
+            f"{M}_runner.x_drive__mutmut_*",
+            f"{M}_runner.x_adrive__mutmut_*",
+            f"{M}_runner.x_degrades__mutmut_*",
+            f"{M}_runner.x__in_thread__mutmut_*",
+            f"{M}_runner.xǁSummarizerRunnerǁ*",
         ),
         (
             *(
@@ -142,7 +137,7 @@ TARGETS = {
     # streaming usage counted once: the arithmetic and what a stream's end (or cut) does with it; the provider
     # table and the class patch are wiring, exercised through real providers by tests/integration/test_stream_usage
     "metrics": Target(
-        "agno_compression/_metrics.py",
+        ("agno_compression/_metrics.py",),
         tuple(
             f"{M}_metrics.{name}__mutmut_*"
             for name in (
@@ -165,46 +160,12 @@ TARGETS = {
     ),
     # truncate_output and everything it calls
     "observations": Target(
-        "agno_compression/_observations.py",
-        tuple(
-            f"{M}_observations.{name}__mutmut_*"
-            for name in (
-                "x__check_text",
-                "x__check_int",
-                "x__head_tail_budgets",
-                "x__is_attached",
-                "x__splits_cluster",
-                "x__cut_back",
-                "x__cut_forward",
-                "x__plural",
-                "x__count_lines",
-                "x__head_cut",
-                "x__tail_cut",
-                "x__is_table",
-                "x__describe_side",
-                "x__text_notice",
-                "x__join_around",
-                "x__truncate_text",
-                "xǁ_Styleǁ*",
-                "x__parse_structure",
-                "x__clip",
-                "x__summary_token",
-                "x__render_string",
-                "x__allocate",
-                "x__fit_counts",
-                "x__omission_marker",
-                "x__render_entries",
-                "x__bind",
-                "x__ordered_items",
-                "x__brackets",
-                "x__container_shape",
-                "x__render_container",
-                "x__render_pair",
-                "x__render",
-                "x__structure_header",
-                "x__truncate_structure",
-                "x_truncate_output",
-            )
+        ("agno_compression/_cuts.py", "agno_compression/_structure.py", "agno_compression/_truncate.py"),
+        (
+            f"{M}_cuts.*",
+            f"{M}_structure.*",
+            f"{M}_truncate.x__truncate_text__mutmut_*",
+            f"{M}_truncate.x_truncate_output__mutmut_*",
         ),
         ("tests/unit/test_observations.py",),
         # two interpreters per run; its in-process twin test_set_items_are_shown_sorted stays
@@ -247,7 +208,7 @@ def _scratch(name: str, target: Target) -> Path:
     section = (
         "[tool.mutmut]\n"
         'source_paths = ["agno_compression"]\n'
-        f'only_mutate = ["{target.module}"]\n'
+        f"only_mutate = {_toml_list(target.modules)}\n"
         'also_copy = ["_mutation_plugin.py"]\n'
         f"pytest_add_cli_args = {_toml_list(pytest_args)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(target.tests)}\n"
@@ -310,7 +271,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for name, t in TARGETS.items():
-            print(f"{name}: {t.module}\n  tests: {' '.join(t.tests)}\n  mutants: {' '.join(t.functions)}")
+            print(f"{name}: {' '.join(t.modules)}\n  tests: {' '.join(t.tests)}\n  mutants: {' '.join(t.functions)}")
         return 0
     unknown = [t for t in args.targets if t not in TARGETS]
     if unknown:
@@ -323,8 +284,9 @@ def main(argv: list[str]) -> int:
         dead = c.get("killed", 0) + c.get("timeout", 0)
         other = total - dead - c.get("survived", 0)
         rate = f"{100 * dead / total:.1f}%" if total else "-"
+        modules = ", ".join(f"`{m}`" for m in TARGETS[name].modules)
         print(
-            f"| {name} | `{TARGETS[name].module}` | {total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
+            f"| {name} | {modules} | {total} | {c.get('killed', 0)} | {c.get('timeout', 0)} "
             f"| {c.get('survived', 0)} | {other} | {rate} | {c['seconds']} s |"
         )
     print(f"\nevery mutant and its status: {OUT}/mutation-<target>.txt")

@@ -14,8 +14,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agno_compression import ObservationSummaryPolicy, TieredOutputPolicy, TokenCounter, TruncatePolicy
+from agno_compression import ObservationSummaryPolicy, TieredOutputPolicy, TruncatePolicy
 from agno_compression.eval import iter_shared_trajectories
+from agno_compression.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {

@@ -16,8 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import long_tool_loop
 from _common import OUT
 
-from agno_compression import full_messages
-from agno_compression._export import export_examples
+from agno_compression import export_examples, full_messages
 
 
 def main() -> None:

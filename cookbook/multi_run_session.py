@@ -19,8 +19,7 @@ from agno.models.message import Message
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import database_path, pick_model, print_folds
 
-from agno_compression import CompressionManager, full_messages, stats
-from agno_compression._plan import is_summary
+from agno_compression import CompressionManager, full_messages, is_summary, stats
 from agno_compression.testing import Reply, ScriptInfo, ToolCall
 
 SERVICES = ["billing", "search", "auth"]

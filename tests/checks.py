@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from agno.models.message import Message
 
-from agno_compression import pair_violations
 from agno_compression._messages import call_ids
-from agno_compression._plan import SYSTEM_ROLES, is_summary
+from agno_compression._plan import SYSTEM_ROLES, is_summary, pair_violations
 from agno_compression.testing import RecordedRequest
 
 

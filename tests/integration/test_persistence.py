@@ -23,11 +23,10 @@ from agno_compression import (
     compressed_view,
     full_messages,
     load_snapshot,
-    pair_violations,
     snapshot,
     stats,
 )
-from agno_compression._plan import is_summary
+from agno_compression._plan import is_summary, pair_violations
 from agno_compression._store import store_for
 from agno_compression.testing import (
     WHOLE_SESSION,

@@ -28,9 +28,10 @@ from agno.models.response import ModelResponse
 from agno.team import Team
 from werkzeug import Request, Response
 
-from agno_compression import CompressionManager, Summary, SummaryRequest, TokenCounter, fix_stream_usage
+from agno_compression import CompressionManager, Summary, SummaryRequest, fix_stream_usage
 from agno_compression._metrics import is_fixed
 from agno_compression._summarizers import SUMMARY_HEADER, render_transcript
+from agno_compression.tokens import TokenCounter
 
 MODES = ("sync", "async", "stream", "astream")
 STREAMED = ("stream", "astream")

@@ -14,7 +14,7 @@ import pytest
 from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
 
-from agno_compression import CompressionManager, TokenCounter
+from agno_compression import CompressionManager
 from agno_compression.eval import (
     END_OF_RECORDING,
     Trajectory,
@@ -23,6 +23,7 @@ from agno_compression.eval import (
     replay,
     split_turns,
 )
+from agno_compression.tokens import TokenCounter
 from tests.checks import check_request
 
 BUDGET = 16_000

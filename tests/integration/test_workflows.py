@@ -17,17 +17,9 @@ from agno.team import Team
 from agno.workflow import Step, Workflow
 from typer.testing import CliRunner
 
-from agno_compression import (
-    CompressionManager,
-    compressed_view,
-    full_messages,
-    load_snapshot,
-    pair_violations,
-    snapshot,
-    stats,
-)
+from agno_compression import CompressionManager, compressed_view, full_messages, load_snapshot, snapshot, stats
 from agno_compression._cli import app
-from agno_compression._plan import is_summary
+from agno_compression._plan import is_summary, pair_violations
 from agno_compression._sessions import _agno_session, session_runs
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall, scripted_agent
 

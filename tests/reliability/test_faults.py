@@ -19,16 +19,11 @@ import pytest
 from agno.db.sqlite import SqliteDb
 from sqlalchemy import event
 
-from agno_compression import (
-    CompressionRecord,
-    SessionCompression,
-    SQLAlchemyStore,
-    StoreError,
-    TokenCounter,
-    full_messages,
-)
+from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, full_messages
 from agno_compression._plan import is_summary
+from agno_compression._store import SessionCompression
 from agno_compression.testing import RUN_MODES, FailingSummarizer, LoopAgent
+from agno_compression.tokens import TokenCounter
 from tests.checks import check_request
 from tests.helpers import DbTarget, db_target
 from tests.reliability import _workers

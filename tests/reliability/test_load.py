@@ -77,7 +77,7 @@ def _check_isolated(h: LoopAgent, mine: set[str], foreign_ids: set[str], foreign
 
 
 def pair_clean(request: Any) -> bool:
-    from agno_compression import pair_violations
+    from agno_compression._plan import pair_violations
 
     return pair_violations(request.messages) == []
 

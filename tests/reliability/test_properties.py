@@ -31,17 +31,12 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression import (
-    CompressionManager,
-    CompressionRecord,
-    LLMSummarizer,
-    SessionCompression,
-    TokenCounter,
-    pair_violations,
-)
+from agno_compression import CompressionManager, CompressionRecord, LLMSummarizer
 from agno_compression._messages import call_ids, result_ids
-from agno_compression._plan import HISTORY, SYSTEM_ROLES, is_summary, summary_kind
+from agno_compression._plan import HISTORY, SYSTEM_ROLES, is_summary, pair_violations, summary_kind
+from agno_compression._store import SessionCompression
 from agno_compression.testing import FailingSummarizer, ScriptedModel
+from agno_compression.tokens import TokenCounter
 from tests.reliability._profile import count, share
 from tests.strategies import agno_conversation
 

@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agno_compression import SQLAlchemyStore, TokenCounter, full_messages, pair_violations
+from agno_compression import SQLAlchemyStore, full_messages
 from agno_compression._cli import app
-from agno_compression._plan import is_summary
+from agno_compression._plan import is_summary, pair_violations
 from agno_compression._summarizers import (
     LLM_SUMMARY_PROMPT,
     PROGRESS_HEADER,
@@ -33,6 +33,7 @@ from agno_compression._summarizers import (
     render_transcript,
 )
 from agno_compression.testing import WHOLE_SESSION, LoopAgent, Reply, ScriptedModel, ScriptInfo, ToolCall, current_user
+from agno_compression.tokens import TokenCounter
 from tests.helpers import DbTarget, db_target
 from tests.reliability._agents import build
 from tests.reliability._profile import count, share

@@ -12,11 +12,11 @@ from agno.agent import Agent
 from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 
-from agno_compression import CompressionManager, ConfigError, ExtractiveSummarizer, TokenCounter
+from agno_compression import CompressionManager, ConfigError, ExtractiveSummarizer, TruncatePolicy
 from agno_compression._config import CHECKED
-from agno_compression._observations import TruncatePolicy
 from agno_compression._stats import STATS_KEYS
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from agno_compression.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[2]
 

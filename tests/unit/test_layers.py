@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "core",
         frozenset(
             {"_exceptions", "_config", "_messages", "_plan", "_ledger", "_summarizers", "_observations", "_truncate"}
+            | {"_cuts", "_structure"}
             | {"tokens"}
         ),
     ),

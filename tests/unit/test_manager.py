@@ -338,8 +338,7 @@ def test_pipeline_object_and_custom_summarizer_are_accepted() -> None:
 
 def test_estimating_counter_is_calibrated_by_reported_usage(tmp_path: Path) -> None:
     """Offline with no rank files: the estimate is corrected by each call's reported prompt tokens."""
-    from agno_compression import TokenCounter
-    from agno_compression.tokens import EstimateBackend
+    from agno_compression.tokens import EstimateBackend, TokenCounter
 
     counter = TokenCounter("gpt-4o", backend=EstimateBackend())
     manager = CompressionManager(compress_at_tokens=BUDGET, token_counter=counter)
@@ -354,7 +353,7 @@ def test_estimating_counter_is_calibrated_by_reported_usage(tmp_path: Path) -> N
 
 
 def test_manager_runs_with_no_rank_files_at_all(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from agno_compression import TokenCounter
+    from agno_compression.tokens import TokenCounter
 
     empty = tmp_path / "no-ranks"
     empty.mkdir()

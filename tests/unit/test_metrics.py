@@ -25,16 +25,16 @@ from agno.models.response import ModelResponse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression import (
+from agno_compression import CompressionManager, ConfigError, fix_stream_usage
+from agno_compression._metrics import (
     USAGE_STYLES,
-    CompressionManager,
-    ConfigError,
     StreamUsage,
-    fix_stream_usage,
+    is_fixed,
+    is_running_total,
+    is_zero,
     stream_usage_style,
     usage_increment,
 )
-from agno_compression._metrics import is_fixed, is_running_total, is_zero
 from agno_compression.testing import ScriptedModel
 
 

@@ -12,16 +12,15 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 
 from agno_compression import (
-    OUTPUT_GUIDANCE,
     CompressionManager,
     ConfigError,
     ObservationSummaryPolicy,
     TieredOutputPolicy,
     TruncatePolicy,
     full_messages,
-    pair_violations,
 )
-from agno_compression._plan import drop_failed_calls, is_failed_result, retain_turns
+from agno_compression._observations import OUTPUT_GUIDANCE
+from agno_compression._plan import drop_failed_calls, is_failed_result, pair_violations, retain_turns
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
 
 BIG_LIST = "[" + ", ".join(f'"layer_{i:04d}_conv2d_block"' for i in range(500)) + "]"

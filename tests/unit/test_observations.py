@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agno_compression import TieredOutputPolicy, truncate_output
 from agno_compression._exceptions import ConfigError
-from agno_compression._observations import TieredOutputPolicy, shorten_text, truncate_output
+from agno_compression._truncate import shorten_text
 from tests.strategies import examples
 
 # --------------------------------------------------------------------------- seed-shaped inputs

@@ -6,7 +6,6 @@ from agno.media import Image
 from agno.models.message import Message
 from hypothesis import given, settings
 
-from agno_compression import pair_violations, plan_fold
 from agno_compression._messages import call_ids, result_ids
 from agno_compression._plan import (
     HISTORY,
@@ -15,6 +14,8 @@ from agno_compression._plan import (
     find_current_user,
     is_summary,
     make_summary_message,
+    pair_violations,
+    plan_fold,
     summary_kind,
 )
 from tests.strategies import conversation, examples
