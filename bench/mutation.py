@@ -114,7 +114,7 @@ TARGETS = {
         ),
         (
             *(
-                f"tests/unit/test_manager.py::{test}"
+                f"tests/integration/test_manager.py::{test}"
                 for test in (
                     "test_failing_summarizer_falls_back_to_extractive",
                     "test_a_working_custom_summarizer_is_used_as_it_is",
@@ -129,7 +129,7 @@ TARGETS = {
             ),
             "tests/integration/test_manager_fallback.py",
             # the post-hook's policy usage accounting and session_data mirror
-            "tests/unit/test_observation_policies.py::test_observation_summary_by_model_is_accounted_as_compression_usage",
+            "tests/integration/test_observation_policies.py::test_observation_summary_by_model_is_accounted_as_compression_usage",
             "tests/integration/test_persistence.py::test_session_data_mirrors_the_records_and_stats_agree[sqlite]",
         ),
     ),
