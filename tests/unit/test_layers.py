@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"_checkpoints", "_recovery"}
         ),
     ),
-    ("tools", frozenset({"_cli", "eval", "testing", "__main__", "__init__"})),
+    ("tools", frozenset({"_cli", "_databases", "eval", "testing", "__main__", "__init__"})),
 )
 """Each layer's top-level modules and subpackages, lowest first."""
 
@@ -105,3 +105,12 @@ def test_the_check_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
         assert _imported(source) == {"_manager", "_cli", "eval"}
     finally:
         PACKAGE = saved
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in _sources()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert not long, long
