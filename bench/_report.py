@@ -149,6 +149,10 @@ class Agg:
         return statistics.median(self.per_call) * 1e3 if self.per_call else None
 
     @property
+    def machinery_mean_ms(self) -> float | None:
+        return statistics.fmean(self.per_call) * 1e3 if self.per_call else None
+
+    @property
     def wall_ratio(self) -> float:
         return self.wall / self.wall_none if self.wall_none else float("nan")
 
@@ -619,12 +623,13 @@ def _goals(
             a = aggregate(rows, baseline, th, s, long_runs)
             if not a.per_call:
                 continue
-            median = a.machinery_median_ms or 0.0
-            ok = ok and median <= 1.0
-            parts.append(f"{th // 1000}k: {median:.3f} ms over {len(a.per_call)} calls")
+            mean, median = a.machinery_mean_ms or 0.0, a.machinery_median_ms or 0.0
+            ok = ok and mean <= 1.0
+            parts.append(f"{th // 1000}k: mean {mean:.3f} ms, median {median:.3f} ms over {len(a.per_call)} calls")
         if parts:
             lines.append(
-                f"- Machinery ≤ 1 ms per model call (median) on runs of ≥ {LONG_RUN_MESSAGES} messages ({s}): "
+                f"- Machinery ≤ 1 ms per model call (mean, fold calls included) on runs of ≥ {LONG_RUN_MESSAGES} "
+                f"messages ({s}): "
                 f"{status(ok)} — {'; '.join(parts)}."
             )
     if not long_runs:
@@ -635,12 +640,12 @@ def _goals(
         for th in thresholds:
             a = aggregate(rows, baseline, th, "extractive", every)
             if a.runs:
-                ok = ok and a.wall_ratio <= 1.3
+                ok = ok and (a.wall_ratio <= 1.15 or th not in (8_000, 16_000))
                 parts.append(
                     f"{th // 1000}k: {a.wall_ratio:.2f}x ({a.wall:.1f} s vs {a.wall_none:.1f} s; "
                     f"CPU {a.cpu_ratio:.2f}x)"
                 )
-        lines.append(f"- Whole replay ≤ 1.3x the wall time of none (extractive): {status(ok)} — {'; '.join(parts)}.")
+        lines.append(f"- Whole replay ≤ 1.15x the wall time of none at 8k and 16k (extractive): {status(ok)} — {'; '.join(parts)}.")
     # 6. session load
     if load is not None:
         ratios = "; ".join(f"{t.mode}: {t.ratio:.2f}x ({t.filtered_ms:.1f} vs {t.plain_ms:.1f} ms)" for t in load.times)
