@@ -645,7 +645,8 @@ def _goals(
                     f"{th // 1000}k: {a.wall_ratio:.2f}x ({a.wall:.1f} s vs {a.wall_none:.1f} s; "
                     f"CPU {a.cpu_ratio:.2f}x)"
                 )
-        lines.append(f"- Whole replay ≤ 1.15x the wall time of none at 8k and 16k (extractive): {status(ok)} — {'; '.join(parts)}.")
+        goal = "- Whole replay ≤ 1.15x the wall time of none at 8k and 16k (extractive)"
+        lines.append(f"{goal}: {status(ok)} — {'; '.join(parts)}.")
     # 6. session load
     if load is not None:
         ratios = "; ".join(f"{t.mode}: {t.ratio:.2f}x ({t.filtered_ms:.1f} vs {t.plain_ms:.1f} ms)" for t in load.times)
