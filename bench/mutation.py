@@ -108,7 +108,6 @@ TARGETS = {
             f"{M}_runs.xǁRunRegistryǁpop__mutmut_*",
             f"{M}_runner.x_drive__mutmut_*",
             f"{M}_runner.x_adrive__mutmut_*",
-            f"{M}_runner.x_degrades__mutmut_*",
             f"{M}_runner.x__in_thread__mutmut_*",
             f"{M}_runner.xǁSummarizerRunnerǁ*",
         ),

@@ -187,3 +187,32 @@ def test_hygiene_passes_are_pure_and_pair_safe() -> None:
     assert out[1].tool_calls == [good] and msgs[1].tool_calls == [call, good]  # original untouched
     assert pair_violations(out) == []
     assert retain_turns(msgs, 0, keep_first=False) == [msgs[-1]]
+
+
+class _BrokenPolicy:
+    """A policy whose every call raises: the output must stay as it is and the budget check must go on."""
+
+    def apply(self, text: str, tool_name: str | None = None) -> str:
+        raise RuntimeError("policy broke")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_failing_policy_keeps_the_output_and_the_budget_check_goes_on(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+
+    manager = CompressionManager(compress_at_tokens=1_000, observations=_BrokenPolicy())
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    messages = [
+        Message(role="system", content="You read files."),
+        Message(role="user", content="Read the file."),
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", tool_name="read", content="line of text\n" * 800),
+    ]
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        over = manager.should_compress(messages) if mode == "sync" else asyncio.run(manager.ashould_compress(messages))
+    assert over is True, "the prompt is over the budget whatever the policy did"
+    assert messages[-1].compressed_content is None
+    assert "observation policy failed on read, output kept: policy broke" in caplog.text
+    assert "token count failed" not in caplog.text
