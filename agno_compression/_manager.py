@@ -180,6 +180,10 @@ class CompressionManager(AgnoCompressionManager):
             counter = self._counters[key] = TokenCounter(key or None)
         return counter
 
+    def flush_records(self) -> None:
+        """Wait until the record of every fold so far is written (each run's post-hook waits for its own)."""
+        self._records.drain()
+
     @property
     def target_tokens(self) -> int:
         """The prompt size a fold aims for."""

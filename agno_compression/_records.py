@@ -157,6 +157,13 @@ class FoldRecorder:
             pending, owner.pending = owner.pending, []
             wait(pending)
 
+    def drain(self) -> None:
+        """Wait until every record queued so far, by any run, is written (or has failed)."""
+        with self._lock:
+            writer = self._writer
+        if writer is not None:
+            writer.submit(lambda: None).result()  # one writer thread, in order: done after everything before it
+
     def _write(self, owner: RunOwner, event: FoldEvent) -> None:
         assert owner.store is not None
         if not self.usable(owner.store):

@@ -230,6 +230,7 @@ def test_records_file_replaced_by_garbage_mid_run(tmp_path: Path, caplog: pytest
 
     def corrupt(n: int) -> None:
         if n == 4:
+            h.manager.flush_records()  # no record is being written while the file is overwritten
             store.engine.dispose()
             with records.open("r+b") as fh:  # same inode, garbage content
                 fh.write(os.urandom(max(records.stat().st_size, 8192)))
