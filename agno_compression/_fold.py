@@ -187,7 +187,7 @@ class Folder:
             for kind, request in self._requests(state, plan, target, summarizer):
                 summaries[kind] = yield summarizer, request
         self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
-        after = self.count(state, state.live)
+        after = state.sent_tokens  # _apply counted the rewritten list
         self.stats.add("overflow_retries")
         log.warning(
             "agno-compression: the provider rejected the prompt as too long; folded %d -> %d tokens, retry %d",
