@@ -120,6 +120,7 @@ def test_running_total_needs_the_same_prompt_and_nothing_lower() -> None:
     assert not is_running_total(usage(5, 3), MessageMetrics())
     assert not is_running_total(usage(6, 3), usage(5, 1))
     assert not is_running_total(usage(5, 0), usage(5, 1))
+    assert is_running_total(usage(1, 2), usage(1, 1)), "a one-token prompt repeated is a running total too"
 
 
 def test_nothing_is_a_running_total_before_a_prompt_was_counted() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from agno.media import Image
 from agno.models.message import Message
 from hypothesis import given, settings
@@ -360,3 +363,92 @@ def test_filter_folded_puts_the_summary_after_every_system_message() -> None:
     assert [m.content for m in out] == ["s", "d", "S", "go"]
     only_system = filter_folded(system, [], "S")
     assert [m.content for m in only_system] == ["s", "d", "S"]
+
+
+def _runs_with_a_current_user() -> list[list[Message]]:
+    """Lists whose current user message sits first, after a system message, and between summaries."""
+    user = Message(role="user", content="go")
+    old = [Message(role="user", content="old", from_history=True), _call(1), _result(1)]
+    for m in old[1:]:
+        m.from_history = True
+    return [
+        [user, _call(2), _result(2)],
+        [Message(role="system", content="s"), user, Message(role="assistant", content="ok")],
+        [make_summary_message("A"), *old, user, make_summary_message("B", PROGRESS), _call(3), _result(3)],
+    ]
+
+
+def test_plan_fold_given_the_current_index_plans_as_when_it_finds_it() -> None:
+    for messages in _runs_with_a_current_user():
+        found = find_current_user(messages)
+        assert found is not None
+        assert plan_fold(messages, current=found) == plan_fold(messages)
+    no_user = [Message(role="system", content="s"), _call(1), _result(1)]
+    assert plan_fold(no_user, current=None) == plan_fold(no_user)
+
+
+def test_plan_fold_rejects_a_current_that_is_not_a_user_message() -> None:
+    messages = [Message(role="system", content="s"), Message(role="user", content="go"), _call(1), _result(1)]
+    for bad in (-2, 0, 2, len(messages)):
+        with pytest.raises(ValueError, match=re.escape(f"current must index a user message, got {bad!r}")):
+            plan_fold(messages, current=bad)
+
+
+def test_a_finished_batch_just_before_the_current_user_message_is_history() -> None:
+    """No batch after the current user: the last batch of the previous run is folded, not kept as this run's."""
+    call, result = _call(1), _result(1)
+    call.from_history = result.from_history = True
+    user, reply = Message(role="user", content="go"), Message(role="assistant", content="done")
+    plan = plan_fold([Message(role="system", content="s"), call, result, user, reply])
+    assert plan.history == (call, result)
+    assert plan.current is user and plan.kept == (reply,)
+
+
+def test_a_pending_call_first_in_the_list_is_kept() -> None:
+    pending, arrived = _pending_history_call()
+    user = Message(role="user", content="status?")
+    plan = plan_fold([pending, arrived, user])
+    assert plan.before == (pending, arrived) and plan.current is user and plan.history == ()
+
+
+def test_a_carrier_right_after_the_first_batch_is_not_the_run_input() -> None:
+    carrier = Message(role="user", content="the image the tool returned", images=[Image(url="https://x/y.png")])
+    assert find_current_user([_call(1), _result(1), carrier]) is None
+
+
+def test_a_summary_message_is_a_user_message_agno_does_not_store() -> None:
+    for kind in (HISTORY, PROGRESS):
+        message = make_summary_message("text", kind)
+        assert message.role == "user" and message.content == "text"
+        assert message.add_to_agent_memory is False, "agno must not store a summary with the run"
+        assert summary_kind(message) == kind
+    with pytest.raises(ValueError, match=re.escape("summary kind must be 'history' or 'progress', got 'other'")):
+        make_summary_message("text", "other")
+
+
+def _history(*messages: Message) -> list[Message]:
+    for m in messages:
+        m.from_history = True
+    return list(messages)
+
+
+def test_filter_folded_keeps_history_that_carries_other_extra_fields() -> None:
+    other = Message(role="user", content="x", custom_field="set by another library", from_history=True)
+    assert filter_folded([other], set(), None) == [other]
+
+
+def test_filter_folded_drops_the_results_of_a_folded_call() -> None:
+    call, result, user = *_history(_call(1), _result(1)), Message(role="user", content="go")
+    assert filter_folded([call, result, user], [call.id], None) == [user], "given as a list, not a set"
+
+
+def test_filter_folded_drops_the_calls_of_a_folded_gemini_result() -> None:
+    """A Gemini tool message holds several results in ``tool_calls``: folding it folds every call it answers."""
+    call = Message(
+        role="assistant",
+        tool_calls=[{"id": "g1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+    )
+    results = Message(role="tool", content="r", tool_calls=[{"tool_call_id": "g1", "content": "r"}])
+    call, results = _history(call, results)
+    user = Message(role="user", content="go")
+    assert filter_folded([call, results, user], {results.id}, None) == [user]

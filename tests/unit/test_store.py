@@ -30,7 +30,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> SQLAlchemyStore:
 
 
 def test_union_of_rows_and_newest_summary(store: SQLAlchemyStore) -> None:
-    assert store.load("s").folds == 0 and store.events("s") == []  # no table yet: empty, no error
+    assert store.load("s") == SessionCompression(frozenset(), None, 0) and store.events("s") == []  # no table yet
     first = store.record(row("s", ["a", "b"], "first", run_id="r1", tokens_before=900, tokens_after=300))
     second = store.record(
         row("s", ["b", "c"], "second", run_id="r2", summarizer_model="m", summarizer_usage={"input_tokens": 5})
@@ -75,6 +75,16 @@ def test_a_store_sees_rows_other_writers_add_after_its_first_load(store: SQLAlch
     assert loaded.folded_ids == {"a", "b"} and loaded.summary == "second" and loaded.folds == 2
     assert store.load("s", stored_ids=frozenset({"r1"})) == SessionCompression(frozenset({"a"}), "first", 1, first)
     assert store.load("s", stored_ids=frozenset({"r1", "r2"})) == loaded
+
+
+def test_a_deleted_row_no_longer_counts(store: SQLAlchemyStore) -> None:
+    """Loads reuse the merge of the rows parsed before, but only while the session's rows are the same ones."""
+    first = store.record(row("s", ["a"], "first"))
+    store.record(row("s", ["b"], "second"))
+    assert store.load("s").folded_ids == {"a", "b"}
+    with store.engine.begin() as conn:
+        conn.execute(store.table.delete().where(store.table.c.id != first))
+    assert store.load("s") == SessionCompression(frozenset({"a"}), "first", 1, first)
 
 
 def test_a_row_deleted_and_replaced_under_its_id_is_read_again(tmp_path: Path) -> None:
