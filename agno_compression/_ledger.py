@@ -32,6 +32,7 @@ _TEST = re.compile(r"\btest_\w+")
 _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
 _COUNTS = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
+_COUNT_WORDS = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _ID = re.compile(
     r"\b(?:[A-Z]{2,}-\d+|#\d{2,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{12,40})\b"
 )
@@ -90,6 +91,23 @@ def paths_in(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def mentions(text: str, words: tuple[str, ...]) -> bool:
+    """False only when no word occurs in ``text`` in any letter case: a cheap scan before a case-blind regex.
+
+    For ASCII text, ``lower()`` plus ``in`` is what ``re.I`` matches; other text always says True (``re.I``
+    also folds a few non-ASCII letters such as the Kelvin sign into ASCII ones).
+    """
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    return any(w in lower for w in words)
+
+
+def _errors_in(text: str) -> list[str]:
+    """Exception names in ``text`` (every match holds ``Error`` or ``Exception``, so most outputs skip the regex)."""
+    return _ERROR.findall(text) if "Error" in text or "Exception" in text else []
+
+
 def _clean_where(text: str) -> str:
     return one_line(re.sub(r"[(),]", " ", text), 60)
 
@@ -97,10 +115,12 @@ def _clean_where(text: str) -> str:
 def outcome_of(text: str, failed: bool = False) -> str:
     """A short outcome of a tool output: exit code and test counts, or FAILED."""
     parts = []
-    exits = _EXIT.findall(text)
+    exits = _EXIT.findall(text) if mentions(text, ("exit", "return")) else []
     if exits:
         parts.append(f"exit {exits[-1]}")
-    counts = dict.fromkeys(f"{n} {kind}" for n, kind in _COUNTS.findall(text[-4000:]))
+    tail = text[-4000:]
+    found = _COUNTS.findall(tail) if any(f" {w}" in tail for w in _COUNT_WORDS) else []
+    counts = dict.fromkeys(f"{n} {kind}" for n, kind in found)
     parts += list(counts)[-3:]
     if failed and not parts:
         parts.append("FAILED")
@@ -264,9 +284,9 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 ledger.commands[label][1] = outcome
             elif outcome:  # a non-shell tool with an exit code or test counts (a test runner, a build tool)
                 ledger.ran(label, outcome)
-            ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in dict.fromkeys(_ERROR.findall(text))])
+            ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in dict.fromkeys(_errors_in(text))])
         else:
-            ledger.add("errors", [f"{e} (in {m.role} message)" for e in dict.fromkeys(_ERROR.findall(text))])
+            ledger.add("errors", [f"{e} (in {m.role} message)" for e in dict.fromkeys(_errors_in(text))])
     _dedupe_errors(ledger)
     return ledger
 

@@ -107,6 +107,9 @@ _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|ret
 _IDENT = re.compile(r"\b(?:[0-9a-f]{7,40}|[A-Z]{2,}-\d+|#\d{2,}|\w+_\w*\d\w*|[a-f0-9]{8}-[a-f0-9-]{27,})\b")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?%?(?![\w.])")
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|panic|segfault|assert", re.I)
+# every match of _EXIT / _ERROR_LINE holds one of these words (any case): most outputs skip the regex
+_EXIT_WORDS = ("exit", "return", "status")
+_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "segfault", "assert")
 
 
 def extract_facts(text: str) -> dict[str, list[str]]:
@@ -195,10 +198,16 @@ class ExtractiveSummarizer:
         parts = [f"{len(text)} chars"]
         if message.tool_call_error:
             parts.append("FAILED")
-        exit_codes = _EXIT.findall(text)
+        exit_codes = _EXIT.findall(text) if _ledger.mentions(text, _EXIT_WORDS) else []
         if exit_codes:
             parts.append(f"exit {exit_codes[-1]}")
-        errors = [one_line(ln, 120) for ln in lines if _ERROR_LINE.search(ln)][: self.error_lines]
+        errors: list[str] = []
+        if self.error_lines and _ledger.mentions(text, _ERROR_WORDS):
+            for ln in lines:
+                if _ERROR_LINE.search(ln):
+                    errors.append(one_line(ln, 120))
+                    if len(errors) == self.error_lines:
+                        break
         tail = [one_line(ln, 120) for ln in lines[-self.tail_lines :]] if self.tail_lines else []
         body = "; ".join(parts)
         quoted = " | ".join(dict.fromkeys(errors + tail))

@@ -267,8 +267,10 @@ class TokenCounter:
 
     # counting
     def count_text(self, text: str) -> int:
-        """Tokens of one string."""
-        return self._corrected(self._raw_text(text))
+        """Tokens of one string (cached: summarizers count the same lines fold after fold)."""
+        if not text:
+            return 0
+        return self._corrected(self._cached(("text", len(text), hash(text)), lambda: self._raw_text(text)))
 
     def _measure_message(self, message: Message) -> int:
         """Raw tokens of one message in OpenAI's chat format: envelope, name, content, tool calls, media."""

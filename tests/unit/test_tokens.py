@@ -868,6 +868,16 @@ def test_prompt_recount_sees_in_place_changes_and_serves_history_copies() -> Non
     assert backend.texts == []
 
 
+def test_a_text_is_encoded_once_and_counted_as_before() -> None:
+    """count_text caches by content: a summarizer counts the same lines fold after fold."""
+    backend = CountingBackend(EstimateBackend())
+    counter = TokenCounter(backend=backend)
+    uncached = TokenCounter(backend=EstimateBackend(), cache_size=0)
+    for text in ("- call ls()", "- call ls()", "- call cat()", "", "- call ls()"):
+        assert counter.count_text(text) == uncached.count_text(text)
+    assert backend.texts == ["- call ls()", "- call cat()"]
+
+
 def test_cache_size_zero_disables_caching() -> None:
     backend = CountingBackend(EstimateBackend())
     counter = TokenCounter(backend=backend, cache_size=0)
