@@ -31,6 +31,7 @@ _URL = re.compile(r"https?://[^\s'\"<>)\]`]+")
 _TEST = re.compile(r"\btest_\w+")
 _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
+_EXIT_WORDS = ("exit", "return")  # every _EXIT match holds one (any case)
 _COUNTS = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
 _COUNT_WORDS = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 _ID = re.compile(
@@ -115,7 +116,7 @@ def _clean_where(text: str) -> str:
 def outcome_of(text: str, failed: bool = False) -> str:
     """A short outcome of a tool output: exit code and test counts, or FAILED."""
     parts = []
-    exits = _EXIT.findall(text) if mentions(text, ("exit", "return")) else []
+    exits = _EXIT.findall(text) if mentions(text, _EXIT_WORDS) else []
     if exits:
         parts.append(f"exit {exits[-1]}")
     tail = text[-4000:]

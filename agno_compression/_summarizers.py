@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from textwrap import dedent
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -201,13 +202,8 @@ class ExtractiveSummarizer:
         exit_codes = _EXIT.findall(text) if _ledger.mentions(text, _EXIT_WORDS) else []
         if exit_codes:
             parts.append(f"exit {exit_codes[-1]}")
-        errors: list[str] = []
-        if self.error_lines and _ledger.mentions(text, _ERROR_WORDS):
-            for ln in lines:
-                if _ERROR_LINE.search(ln):
-                    errors.append(one_line(ln, 120))
-                    if len(errors) == self.error_lines:
-                        break
+        found = (ln for ln in lines if _ERROR_LINE.search(ln)) if _ledger.mentions(text, _ERROR_WORDS) else ()
+        errors = [one_line(ln, 120) for ln in islice(found, self.error_lines)]  # the first ones only: stop there
         tail = [one_line(ln, 120) for ln in lines[-self.tail_lines :]] if self.tail_lines else []
         body = "; ".join(parts)
         quoted = " | ".join(dict.fromkeys(errors + tail))
