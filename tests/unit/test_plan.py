@@ -365,12 +365,16 @@ def test_filter_folded_puts_the_summary_after_every_system_message() -> None:
     assert [m.content for m in only_system] == ["s", "d", "S"]
 
 
+def _history(*messages: Message) -> list[Message]:
+    for m in messages:
+        m.from_history = True
+    return list(messages)
+
+
 def _runs_with_a_current_user() -> list[list[Message]]:
     """Lists whose current user message sits first, after a system message, and between summaries."""
     user = Message(role="user", content="go")
-    old = [Message(role="user", content="old", from_history=True), _call(1), _result(1)]
-    for m in old[1:]:
-        m.from_history = True
+    old = [Message(role="user", content="old", from_history=True), *_history(_call(1), _result(1))]
     return [
         [user, _call(2), _result(2)],
         [Message(role="system", content="s"), user, Message(role="assistant", content="ok")],
@@ -396,8 +400,7 @@ def test_plan_fold_rejects_a_current_that_is_not_a_user_message() -> None:
 
 def test_a_finished_batch_just_before_the_current_user_message_is_history() -> None:
     """No batch after the current user: the last batch of the previous run is folded, not kept as this run's."""
-    call, result = _call(1), _result(1)
-    call.from_history = result.from_history = True
+    call, result = _history(_call(1), _result(1))
     user, reply = Message(role="user", content="go"), Message(role="assistant", content="done")
     plan = plan_fold([Message(role="system", content="s"), call, result, user, reply])
     assert plan.history == (call, result)
@@ -424,12 +427,6 @@ def test_a_summary_message_is_a_user_message_agno_does_not_store() -> None:
         assert summary_kind(message) == kind
     with pytest.raises(ValueError, match=re.escape("summary kind must be 'history' or 'progress', got 'other'")):
         make_summary_message("text", "other")
-
-
-def _history(*messages: Message) -> list[Message]:
-    for m in messages:
-        m.from_history = True
-    return list(messages)
 
 
 def test_filter_folded_keeps_history_that_carries_other_extra_fields() -> None:
