@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -67,14 +68,14 @@ class TiktokenBackend:
         self.name = f"tiktoken:{self.encoding}"
         self._fast = self._rust_count() if self.fast else None
 
-    def _rust_count(self) -> Any:
+    def _rust_count(self) -> Callable[[str], int] | None:
         """``bpe-openai``'s ``count`` for this encoding, or ``None`` when it is missing or disagrees with tiktoken."""
         try:
             from bpe_openai._bindings import supported_encodings, tokenizer_for_encoding
 
             if self.encoding not in supported_encodings():
                 return None
-            count = tokenizer_for_encoding(self.encoding).count
+            count: Callable[[str], int] = tokenizer_for_encoding(self.encoding).count
             agrees = count(_PROBE) == len(self._enc.encode_ordinary(_PROBE))
         except Exception as exc:  # an optional speed-up: tiktoken alone still counts exactly
             log.debug("agno-compression: bpe-openai's counter unavailable for %s: %s", self.encoding, exc)
@@ -87,7 +88,7 @@ class TiktokenBackend:
     def count(self, text: str) -> int:
         if self._fast is not None:
             try:
-                return int(self._fast(text))
+                return self._fast(text)
             except UnicodeEncodeError:  # lone surrogates: tiktoken takes them
                 pass
         return len(self._enc.encode_ordinary(text))

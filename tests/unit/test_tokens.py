@@ -539,22 +539,27 @@ def test_counts_equal_tiktoken_on_every_trajectory_string(
     assert differences == []
 
 
-_FAST = {e: TiktokenBackend(e, fast=True) for e in ("o200k_base", "cl100k_base")}
+@pytest.fixture(scope="module")
+def fast() -> dict[str, TiktokenBackend]:
+    """One ``fast=True`` backend per encoding (built once: loading the Rust counter takes a fraction of a second)."""
+    return {e: TiktokenBackend(e, fast=True) for e in RANK_URLS}
 
 
 @settings(max_examples=400, deadline=None)
-@given(encoding=st.sampled_from(sorted(_FAST)), text=st.text(max_size=200))
-def test_the_rust_counter_equals_tiktoken_on_any_text(encoding: str, text: str, reference: dict[str, Any]) -> None:
+@given(encoding=st.sampled_from(sorted(RANK_URLS)), text=st.text(max_size=200))
+def test_the_rust_counter_equals_tiktoken_on_any_text(
+    encoding: str, text: str, fast: dict[str, TiktokenBackend], reference: dict[str, Any]
+) -> None:
     """bpe-openai's counter stands in for tiktoken only because it gives the same count, lone surrogates included."""
-    assert _FAST[encoding]._fast is not None  # the fast path is what is tested
-    assert _FAST[encoding].count(text) == len(reference[encoding].encode_ordinary(text))
+    assert fast[encoding]._fast is not None  # the fast path is what is tested
+    assert fast[encoding].count(text) == len(reference[encoding].encode_ordinary(text))
 
 
-def test_the_rust_counter_is_opt_in_and_changes_no_count() -> None:
+def test_the_rust_counter_is_opt_in_and_changes_no_count(fast: dict[str, TiktokenBackend]) -> None:
     slow = TiktokenBackend("o200k_base")
     assert slow._fast is None  # it holds the GIL: the default leaves the record writer its turns
     texts = [*SAMPLES.values(), "x" * 20_000, "a\ud800b", ""]
-    assert [slow.count(t) for t in texts] == [_FAST["o200k_base"].count(t) for t in texts]
+    assert [slow.count(t) for t in texts] == [fast["o200k_base"].count(t) for t in texts]
 
 
 @pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
