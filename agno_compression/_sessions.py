@@ -9,7 +9,8 @@ agno keeps every original message in its own session storage; this package only 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, fields
 from itertools import chain
 from operator import attrgetter
@@ -31,24 +32,53 @@ from ._store import (
 _ID = attrgetter("id")
 
 
-def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> frozenset[str] | None:
+class StoredIds(AbstractSet[str]):
+    """Ids of the runs agno stored for a session and of their messages: what ``stored_ids_of`` returns.
+
+    Run and message ids are both uuid4s, so one set holds both. A fold record almost always names a stored
+    run, so run ids are collected at once and message ids (every message of a long session) only when an id
+    that is not a run's is looked up.
+    """
+
+    def __init__(self, runs: Sequence[Any], session: Any, live: Iterable[Any]) -> None:
+        run_ids = {getattr(run, "run_id", None) for run in runs}
+        run_ids.update(getattr(run, "parent_run_id", None) for run in runs)
+        run_ids.update(getattr(r, "run_id", None) for r in getattr(session, "runs", None) or ())
+        self._runs: frozenset[str] = frozenset(str(i) for i in run_ids if i)
+        self._sources = (runs, list(live))  # the live list changes after the run starts
+        self._all: frozenset[str] | None = None
+
+    def _everything(self) -> frozenset[str]:
+        everything = self._all
+        if everything is None:
+            runs, live = self._sources
+            # C-level maps over every stored message (10,000 on a long session); empty ids dropped at the end.
+            ids = set(map(_ID, chain.from_iterable(getattr(run, "messages", None) or () for run in runs)))
+            ids.update([m.id for m in live if getattr(m, "from_history", False)])
+            ids.discard(None)
+            ids.discard("")
+            everything = self._all = self._runs | ids
+        return everything
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._runs or item in self._everything()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._everything())
+
+    def __len__(self) -> int:
+        return len(self._everything())
+
+
+def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> StoredIds | None:
     """Ids of the runs agno stored for ``session`` and of their messages (loaded with it), plus history in ``live``.
 
-    Run and message ids are both uuid4s, so one set holds both. ``None`` when the session has no loaded runs
-    (a member's or a fresh session): nothing to check against.
+    ``None`` when the session has no loaded runs (a member's or a fresh session): nothing to check against.
     """
     runs = session_runs(session) if session is not None else []
     if not runs:
         return None
-    # Every run start of a long session builds this (10,000 message ids): C-level maps, empty ids dropped at the end.
-    ids = set(map(_ID, chain.from_iterable(getattr(run, "messages", None) or () for run in runs)))
-    for run in runs:
-        ids.update((getattr(run, "run_id", None), getattr(run, "parent_run_id", None)))
-    ids.update(getattr(r, "run_id", None) for r in getattr(session, "runs", None) or ())
-    ids.update([m.id for m in live if getattr(m, "from_history", False)])
-    ids.discard(None)
-    ids.discard("")
-    return frozenset(ids)
+    return StoredIds(runs, session, live)
 
 
 def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:

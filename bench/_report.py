@@ -310,7 +310,7 @@ def render(
             "`gc.collect()` before each.",
             "",
             "| db object | agno plain load ms | + our filtering ms | ratio | of which get_session | history build "
-            "| store.load | filter_folded | messages left |",
+            "| load_counted | filter_folded | messages left |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for t in load.times:

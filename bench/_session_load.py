@@ -7,8 +7,10 @@ row with a summary of about 2,000 tokens). Then, alternating, many times:
 
 * plain: ``db.get_session`` + agno's history building (``session.get_messages`` and
   ``copy_history_message`` on each, as ``Agent`` does before a run with full history);
-* filtered: the same, plus what the manager does before the first model call of such a run:
-  ``store.load(session_id)`` and ``filter_folded`` on the loaded history.
+* filtered: the same, plus what the manager does before the first model call of such a run
+  (``FoldRecorder.without_earlier_folds``): ``load_counted`` (the fold rows, counted only where agno
+  stored their run or messages: ``stored_ids_of`` the loaded session) and ``filter_folded`` on the
+  loaded history.
 
 "cold" opens a new ``SqliteDb`` (and store) for every load, so agno parses every run; "warm"
 keeps one ``SqliteDb``, whose run-object cache then serves unchanged runs without parsing them
@@ -29,7 +31,8 @@ from agno.models.message import Message
 
 from agno_compression._messages import call_ids
 from agno_compression._plan import filter_folded
-from agno_compression._store import CompressionRecord, SQLAlchemyStore
+from agno_compression._sessions import stored_ids_of
+from agno_compression._store import CompressionRecord, SQLAlchemyStore, load_counted
 
 SESSION_ID = "bench-load"
 
@@ -44,6 +47,7 @@ class LoadTimes:
     get_session_ms: float
     history_ms: float
     store_load_ms: float
+    """``load_counted``: the fold rows, counted against the ids agno stored (``stored_ids_of``)."""
     filter_ms: float
 
     @property
@@ -167,20 +171,21 @@ def _measure_mode(db_file: Path, mode: str, repeats: int) -> tuple[LoadTimes, in
         db = SqliteDb(db_file=str(db_file))
         return db, SQLAlchemyStore.for_agno_db(db)
 
-    def plain(db: Any) -> tuple[list[Message], float, float]:
+    def plain(db: Any) -> tuple[Any, list[Message], float, float]:
         t0 = time.perf_counter()
         session = db.get_session(session_id=SESSION_ID, session_type=SessionType.AGENT)
         t1 = time.perf_counter()
         history = [copy_history_message(m) for m in session.get_messages(skip_roles=["system"])]
-        return history, t1 - t0, time.perf_counter() - t1
+        return session, history, t1 - t0, time.perf_counter() - t1
 
-    def filtered(db: Any, store: SQLAlchemyStore) -> tuple[list[Message], float, float]:
-        history, _, _ = plain(db)
+    def filtered(db: Any, store: SQLAlchemyStore) -> tuple[list[Message], list[Message], float, float]:
+        session, history, _, _ = plain(db)
         t0 = time.perf_counter()
-        loaded = store.load(SESSION_ID)
+        # the steps of FoldRecorder.without_earlier_folds: count only folds whose run or messages agno stored
+        loaded = load_counted(store, SESSION_ID, stored_ids_of(session, history))
         t1 = time.perf_counter()
         kept = filter_folded(history, loaded.folded_ids, loaded.summary)
-        return kept, t1 - t0, time.perf_counter() - t1
+        return history, kept, t1 - t0, time.perf_counter() - t1
 
     def dispose(db: Any) -> None:
         if db is not shared:
@@ -193,21 +198,25 @@ def _measure_mode(db_file: Path, mode: str, repeats: int) -> tuple[LoadTimes, in
     samples: dict[str, list[float]] = {k: [] for k in ("plain", "filtered", "get", "history", "load", "filter")}
     history: list[Message] = []
     kept: list[Message] = []
+    n_history = n_kept = 0
     for i in range(repeats):
         for variant in ("plain", "filtered") if i % 2 == 0 else ("filtered", "plain"):
             db, store = open_db()
+            history = kept = []  # freeing the last load's 10,000 messages is neither side's cost
             gc.collect()
             t0 = time.perf_counter()
             if variant == "plain":
-                history, get_s, build_s = plain(db)
+                _, history, get_s, build_s = plain(db)
                 samples["plain"].append(time.perf_counter() - t0)
                 samples["get"].append(get_s)
                 samples["history"].append(build_s)
+                n_history = len(history)
             else:
-                kept, load_s, filter_s = filtered(db, store)
+                history, kept, load_s, filter_s = filtered(db, store)
                 samples["filtered"].append(time.perf_counter() - t0)
                 samples["load"].append(load_s)
                 samples["filter"].append(filter_s)
+                n_kept = len(kept)
             dispose(db)
     shared.db_engine.dispose()
 
@@ -223,7 +232,7 @@ def _measure_mode(db_file: Path, mode: str, repeats: int) -> tuple[LoadTimes, in
         store_load_ms=med("load"),
         filter_ms=med("filter"),
     )
-    return times, len(history), len(kept)
+    return times, n_history, n_kept
 
 
 def measure(db_file: Path, repeats: int) -> LoadResult:
@@ -276,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="agno-compression-load-") as tmp:
         result = run(Path(tmp), source, args.session_messages, args.session_folds, args.repeats)
     print(f"{result.messages:,} messages in {result.runs} runs, {result.folds} folds, {result.repeats} loads each")
-    print("mode | plain ms | filtered ms | ratio | get_session | history | store.load | filter_folded | left")
+    print("mode | plain ms | filtered ms | ratio | get_session | history | load_counted | filter_folded | left")
     for t in result.times:
         print(
             f"{t.mode} | {t.plain_ms:.1f} | {t.filtered_ms:.1f} | {t.ratio:.2f}x | {t.get_session_ms:.1f} "

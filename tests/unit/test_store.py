@@ -354,6 +354,36 @@ def test_stored_ids_are_the_runs_and_messages_agno_loaded() -> None:
     assert stored_ids_of(AgentSession(session_id="s", runs=[])) is None, "nothing loaded: nothing to check against"
 
 
+class _WatchedMessages(list[Message]):
+    """A run's stored messages that count how often they are walked."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_stored_ids_walk_the_messages_only_for_an_id_that_is_not_a_run(tmp_path: Path) -> None:
+    """A fold record names its run: loading a long session's folds must not read every stored message id."""
+    from agno.run.agent import RunOutput
+    from agno.session import AgentSession
+
+    asked = Message(role="user", content="a")
+    messages = _WatchedMessages([asked])
+    session = AgentSession(session_id="s", runs=[RunOutput(run_id="r1", messages=messages)])
+    store = SQLAlchemyStore.from_url(f"sqlite:///{tmp_path / 'f.db'}")
+    store.record(CompressionRecord(session_id="s", run_id="r1", folded_ids=[asked.id], summary="x", strategy="x"))
+    stored = stored_ids_of(session, [Message(role="user", content="this run")])
+    assert stored is not None
+    assert load_counted(store, "s", stored).folds == 1
+    assert messages.walks == 0, "the record's run is stored: no message id was needed"
+    store.record(CompressionRecord(session_id="s", run_id="killed", folded_ids=["gone"], summary="y", strategy="x"))
+    assert load_counted(store, "s", stored).folds == 1, "a record of a run agno never stored does not count"
+    assert messages.walks == 1 and asked.id in stored and "gone" not in stored
+    assert load_counted(store, "s", stored).folds == 1 and messages.walks == 1, "the message ids are read once"
+
+
 def test_stored_ids_of_a_workflow_session_hold_the_workflow_and_step_runs() -> None:
     """A workflow keeps its agents' runs inside each workflow run; a member run names a parent stored elsewhere."""
     from agno.run.agent import RunOutput
