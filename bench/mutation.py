@@ -96,7 +96,7 @@ TARGETS = {
     # which stored messages and runs a fold row is checked against (agno's side of the session)
     "sessions": Target(
         ("agno_compression/_sessions.py",),
-        (f"{M}_sessions.x_stored_ids_of__mutmut_*",),
+        (f"{M}_sessions.x_stored_ids_of__mutmut_*", f"{M}_sessions.xǁStoredIdsǁ*__mutmut_*"),
         _STORE_TESTS,
     ),
     # the post-hook restore and the summarizer fallback, sync and async
