@@ -91,7 +91,8 @@ def _many_agents(kind: str, tmp_path: Path, request: pytest.FixtureRequest, n: i
     for k in range(n):
         h = build(db=db, session_id=f"sess-{k}", tag=f"A{k}-", steps=12, agent_id=f"agent-{k}", user_id=f"user-{k}")
         # one CompressionManager shared by every agent (as one process serving many users would do)
-        shared.attach(h.agent)
+        with pytest.warns(UserWarning, match="replaces the compression manager"):
+            shared.attach(h.agent)
         h.manager = shared
         hs.append(h)
     return db, hs
