@@ -124,6 +124,8 @@ def check_options(manager: Any) -> None:
     _summarizer(m.summarizer)
     if not _is_real(m.target_ratio) or not 0.05 <= m.target_ratio <= 1.0:
         raise _bad("target_ratio", m.target_ratio, "a number from 0.05 to 1.0")
+    if not _is_real(m.verbatim_ratio) or not 0.0 <= m.verbatim_ratio <= 0.9:
+        raise _bad("verbatim_ratio", m.verbatim_ratio, "a number from 0 to 0.9")
     _int("max_summary_tokens", m.max_summary_tokens, 50)
     if not _is_int(m.min_summary_tokens) or not 10 <= m.min_summary_tokens <= m.max_summary_tokens:
         raise _bad(
@@ -160,6 +162,7 @@ CHECKED: tuple[str, ...] = (
     "compress_at_tokens",
     "summarizer",
     "target_ratio",
+    "verbatim_ratio",
     "max_summary_tokens",
     "min_summary_tokens",
     "token_counter",

@@ -16,7 +16,7 @@ from agno.models.message import Message
 
 from ._archive import SEARCH_HINT
 from ._messages import calls_by_id
-from ._plan import HISTORY, PROGRESS, FoldPlan, make_summary_message, plan_fold
+from ._plan import HISTORY, PROGRESS, FoldPlan, find_current_user, make_summary_message, plan_fold, recent_start
 from ._records import FoldEvent, FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
@@ -50,6 +50,7 @@ class FoldConfig(Protocol):
 
     compress_at_tokens: int
     target_ratio: float
+    verbatim_ratio: float
     max_summary_tokens: int
     min_summary_tokens: int
     search_tool: bool
@@ -88,14 +89,26 @@ class Folder:
         """Prompt tokens of ``messages`` with the run's tool definitions."""
         return self.config.counter_for(state.model).count_prompt(messages, state.tools)
 
-    def plan(self, state: RunState) -> FoldPlan:
-        """The fold plan of the run's live list, around the run's own input message."""
+    def plan(self, state: RunState, limit: int | None = None) -> FoldPlan:
+        """The fold plan of the run's live list, around the run's own input message, keeping the recent steps
+        that fit in ``verbatim_ratio`` of the budget (of ``limit`` when recovering from an overflow)."""
         messages = state.live
-        if state.current is not None:
-            for i, m in enumerate(messages):
-                if m is state.current:
-                    return plan_fold(messages, current=i)
-        return plan_fold(messages)
+        current = next((i for i, m in enumerate(messages) if m is state.current), None)
+        if current is None:
+            current = find_current_user(messages)
+        plan = plan_fold(messages, current=current)
+        cfg = self.config
+        if cfg.verbatim_ratio <= 0 or not plan.has_work:
+            return plan
+        limit = cfg.compress_at_tokens if limit is None else limit
+        # the window never pushes the folded prompt over the budget: the floor and a full summary come first
+        room = limit - self.count(state, plan.view()) - cfg.max_summary_tokens
+        budget = min(int(limit * cfg.verbatim_ratio), room)
+        if budget <= 0:
+            return plan
+        counter = cfg.counter_for(state.model)
+        keep_from = recent_start(messages, [counter.count_message(m) for m in messages], budget, current)
+        return plan if keep_from is None else plan_fold(messages, current=current, keep_from=keep_from)
 
     # --- deciding -----------------------------------------------------------------------------------
 
@@ -179,7 +192,7 @@ class Folder:
         # the provider's real limit is below what we counted: aim lower with every attempt
         limit = max(256, int(min(now, self.config.compress_at_tokens) * 0.6**attempt))
         target = int(limit * self.config.target_ratio)
-        plan = self.plan(state)
+        plan = self.plan(state, limit)
         # masking alone cannot answer an overflow: the extractive summary does then
         summarizer = self.config.strategy.summarizer or fallback
         summaries: dict[str, Summary] = {}

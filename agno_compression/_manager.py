@@ -65,6 +65,9 @@ class CompressionManager(AgnoCompressionManager):
     """``"extractive"``, ``"llm"``, ``"mask"``, ``"pipeline"``, a ``Summarizer`` or a ``Pipeline``."""
     target_ratio: float = 0.4
     """After a fold the prompt should sit at or below this share of ``compress_at_tokens``."""
+    verbatim_ratio: float = 0.0
+    """Share of ``compress_at_tokens`` kept verbatim at a fold: the newest whole steps that fit stay as they were
+    (besides the last tool batch, always kept). Higher keeps more of what the next step reads, at more tokens."""
     max_summary_tokens: int = 1_500
     """Upper bound on a summary's size."""
     min_summary_tokens: int = 200

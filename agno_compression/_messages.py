@@ -66,10 +66,26 @@ def message_text(message: Message, use_compressed_content: bool = True) -> str:
     return text
 
 
+_BREAKS = " ,;:)]}/|"
+
+
 def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters with an ellipsis."""
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters with an ellipsis.
+
+    The cut falls between words: at the last space or punctuation of the second half of the line when there
+    is one (a summary line must not end in half a word), else at the last space.
+    """
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    if len(flat) <= limit:
+        return flat
+    head = flat[: limit - 1]
+    if flat[limit - 1].isalnum() and head[-1:].isalnum():
+        cut = max(head.rfind(c) for c in _BREAKS)
+        if cut < len(head) // 2:
+            cut = head.rfind(" ")
+        if cut > 0:
+            head = head[: cut + 1] if head[cut] != " " else head[:cut]
+    return head.rstrip() + "…"
 
 
 # --- tool calls ------------------------------------------------------------------------------

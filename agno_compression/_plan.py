@@ -201,19 +201,24 @@ def _orphan_results(messages: Sequence[Message]) -> set[int]:
 _AUTO = -1
 
 
-def plan_fold(messages: Sequence[Message], current: int | None = _AUTO) -> FoldPlan:
+def plan_fold(messages: Sequence[Message], current: int | None = _AUTO, keep_from: int | None = None) -> FoldPlan:
     """Plan the fold of ``messages`` (see the module docstring for the rules).
 
     ``current`` is the index of the current user message when the caller knows it (the manager
     remembers the run's input message); by default it is found with ``find_current_user``.
+    ``keep_from`` keeps every message from that index on verbatim as well (the recent steps the
+    next step is likely to need; ``recent_start`` picks it): before the current user message it
+    keeps the newest history there, after the summary that absorbs the older part.
     """
     if current == _AUTO:
         current = find_current_user(messages)
     elif current is not None and not (0 <= current < len(messages) and messages[current].role == "user"):
         raise ValueError(f"current must index a user message, got {current!r}")
+    if keep_from is not None and not 0 <= keep_from <= len(messages):
+        raise ValueError(f"keep_from must index the message list (0 to {len(messages)}), got {keep_from!r}")
     system = {i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES}
     summaries = [i for i, m in enumerate(messages) if is_summary(m)]
-    kept: set[int] = set()
+    kept: set[int] = set(range(keep_from, len(messages))) if keep_from is not None else set()
     if current is not None:
         kept.add(current)
         batch = _last_batch_index(messages, current + 1)
@@ -243,6 +248,30 @@ def plan_fold(messages: Sequence[Message], current: int | None = _AUTO) -> FoldP
         progress_summary=messages[after_summaries[-1]] if after_summaries else None,
         kept=tuple(messages[i] for i in sorted(kept) if i > split),
     )
+
+
+def recent_start(messages: Sequence[Message], sizes: Sequence[int], budget: int, current: int | None) -> int | None:
+    """Where the recent steps that fit in ``budget`` tokens begin (``sizes[i]`` is message ``i``'s), or ``None``.
+
+    Walks back from the newest message over whole steps: a step starts at an assistant message (its tool
+    results follow it), or at a user message in the history. System messages, summaries and the current
+    user message are kept anyway and cost nothing here; the walk stops at the first step that does not fit,
+    so what is kept is contiguous and newest.
+    """
+    used = 0
+    start: int | None = None
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.role in SYSTEM_ROLES or i == current or is_summary(m):
+            if is_summary(m) and current is not None and i > current:
+                break  # the progress summary: everything before it back to the current user message is kept
+            continue
+        used += sizes[i]
+        if used > budget:
+            break
+        if m.role == "assistant" or (m.role == "user" and (current is None or i < current)):
+            start = i
+    return start
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agno.models.message import Message
 
-from . import _ledger
+from . import _ledger, _reading
 from ._exceptions import ConfigError, SummarizerError
 from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
 from ._plan import HISTORY, PROGRESS, is_summary
@@ -182,6 +182,7 @@ class ExtractiveSummarizer:
             header=HEADERS.get(request.kind, SUMMARY_HEADER),
             requests=requests,
             ledger=ledger,
+            reading=_reading.build(request.messages, request.previous),
             steps=steps,
             latest=latest,
             earlier=sections.get("Earlier summary", []),
@@ -210,7 +211,9 @@ class ExtractiveSummarizer:
         return f"- result {name} [{message.tool_call_id or '-'}]: {body}" + (f' » "{quoted}"' if quoted else "")
 
 
-_SECTION_ORDER = ("Earlier summary", "User requests", _ledger.SECTION, "Steps", "Latest state")
+_SECTION_ORDER = ("Earlier summary", "User requests", _ledger.SECTION, _reading.SECTION, "Steps", "Latest state")
+READ_SHARE = 0.35
+"""Share of a summary's budget that what was read may take (after the ledger, before the steps)."""
 
 
 def _parse_sections(previous: str | None) -> dict[str, list[str]]:
@@ -253,7 +256,7 @@ def _condense(steps: list[str]) -> list[str]:
         if len(run) > 2:
             name = tool(run[0])
             calls = sum(1 for x in run if x.startswith("- call"))
-            out.append(f"- {calls} calls of {name} (files in the working state)")
+            out.append(f"- {calls} calls of {name}")
         else:
             out.extend(run)
         run.clear()
@@ -277,22 +280,27 @@ def _fit(
     header: str,
     requests: list[str],
     ledger: _ledger.Ledger,
+    reading: _reading.Reading,
     steps: list[str],
     latest: list[str],
     earlier: list[str],
     max_tokens: int,
     count: Callable[[str], int],
 ) -> str:
-    """Render within ``max_tokens``: the ledger first (never trimmed of acted-on facts), then the newest steps.
+    """Render within ``max_tokens``: the ledger first (never trimmed of acted-on facts), then what was read (at
+    most ``READ_SHARE`` of the budget), then the newest steps.
 
     Older steps are condensed (consecutive calls of one tool grouped) before any is dropped; dropped steps
     are counted in one line. Requests and the latest state are cut to shorter lines last.
     """
     ledger_budget = max(50, max_tokens - count(header) - count("\n".join([*requests, *latest, *earlier])) - 20)
+    ledger_lines = _ledger.render(ledger, ledger_budget, count)
+    left = ledger_budget - count("\n".join(ledger_lines))
     parts: dict[str, list[str]] = {
         "Earlier summary": earlier,
         "User requests": requests,
-        _ledger.SECTION: _ledger.render(ledger, ledger_budget, count),
+        _ledger.SECTION: ledger_lines,
+        _reading.SECTION: _reading.render(reading, min(left - 40, int(max_tokens * READ_SHARE)), count),
         "Steps": steps,
         "Latest state": latest,
     }
@@ -311,7 +319,8 @@ def _fit(
         dropped = re.match(r"- \((\d+) earlier steps", steps.pop(0))
         omitted += int(dropped.group(1)) if dropped else 1
     if omitted:
-        steps.insert(0, f"- ({omitted} earlier steps condensed away; files, commands, errors: see the working state)")
+        where = "; files, commands, errors: see the working state" if parts[_ledger.SECTION] else ""
+        steps.insert(0, f"- ({omitted} earlier steps condensed away{where})")
     text = _render(header, parts)
     # Still too big: cut long lines of the narrative sections, never the ledger.
     for limit in (300, 160, 80):

@@ -33,7 +33,9 @@ from agno_compression.eval import (
     acted_on_facts,
     cached_costs,
     fact_retention,
+    grounding,
     last_prompt_text,
+    needs_of,
     observations_as_tool_calls,
     prepare_replay,
 )
@@ -180,6 +182,10 @@ class Replayed:
     """Acted-on facts of everything the model was sent (``agno_compression.eval.acted_on_facts``)."""
     final_text: str = ""
     """The text of the last model call's prompt, as sent."""
+    grounded: int = 0
+    grounding_total: int = 0
+    """Next-step grounding: identifiers the next recorded action used that the call's prompt held, and all of
+    them (``agno_compression.eval.grounding``)."""
     composition: dict[str, int] = field(default_factory=dict)
     """Prompt tokens summed over the calls: ``floor`` (system, current user, last batch, tools), ``summary``
     (this package's summary message) and ``rest`` (everything else: history and batches not folded yet)."""
@@ -254,6 +260,17 @@ def _ours(
     return manager
 
 
+_NEEDS: dict[str, list[frozenset[str]]] = {}
+
+
+def needs_for(trajectory: Trajectory) -> list[frozenset[str]]:
+    """What each model call's next action needs (``agno_compression.eval.needs_of``), once per recording."""
+    key = f"{trajectory.source}/{trajectory.name}"
+    if key not in _NEEDS:
+        _NEEDS[key] = needs_of(observations_as_tool_calls(trajectory.messages))
+    return _NEEDS[key]
+
+
 FACT_KINDS = ("paths", "ids", "errors", "numbers", "exit_codes", "urls")
 
 
@@ -323,6 +340,7 @@ def measured(
         kept, total = kept + k, total + t
         biggest = max(biggest, _COUNTER.count_text(summary))
     by_kind, fact_tokens = facts_by_kind(pairs)
+    grounded, grounding_total = grounding(prompts, needs_for(trajectory)) if analyse else (0, 0)
     return Replayed(
         source=trajectory.source,
         name=trajectory.name,
@@ -339,6 +357,8 @@ def measured(
         costs=cached_costs(list(zip(prompts, tokens, strict=True)), _COUNTER) if analyse else [],
         acted=frozenset(acted_on_facts(m for p in prompts for m in p)) if analyse else frozenset(),
         final_text=last_prompt_text(prompts) if analyse else "",
+        grounded=grounded,
+        grounding_total=grounding_total,
         **fields,
     )
 

@@ -35,6 +35,7 @@ COLUMNS = [
     "cost cached 0.1× ÷ none",
     "cost cached 0.25× ÷ none",
     "acted-on facts at end",
+    "next-step grounding",
     "folds",
     "summarizer calls",
     "calls per fold",
@@ -65,6 +66,8 @@ class Agg:
     costs_none: list[float] = field(default_factory=lambda: [0.0, 0.0])
     acted_kept: int = 0
     acted_total: int = 0
+    grounded: int = 0
+    grounding_total: int = 0
     folds: int = 0
     masks: int = 0
     summarizer_calls: int = 0
@@ -105,6 +108,8 @@ class Agg:
         acted_kept, acted_total = acted_retained(base.acted, base.final_text, row.final_text)
         self.acted_kept += acted_kept
         self.acted_total += acted_total
+        self.grounded += row.grounded
+        self.grounding_total += row.grounding_total
         self.folds += row.folds
         self.masks += row.masks
         self.summarizer_calls += row.summarizer_calls
@@ -139,6 +144,10 @@ class Agg:
     @property
     def acted_retention(self) -> float | None:
         return self.acted_kept / self.acted_total if self.acted_total else None
+
+    @property
+    def grounding(self) -> float | None:
+        return self.grounded / self.grounding_total if self.grounding_total else None
 
     @property
     def retention(self) -> float | None:
@@ -190,6 +199,7 @@ def _row(threshold: int, setting: str, a: Agg) -> list[str]:
         _fmt(a.cost_ratio(0)),
         _fmt(a.cost_ratio(1)),
         _fmt(a.acted_retention),
+        _fmt(a.grounding),
         folds if setting != "none" else "–",
         str(a.summarizer_calls) if setting != "none" else "–",
         _fmt(a.calls_per_fold, ".1f"),

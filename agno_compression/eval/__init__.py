@@ -7,13 +7,14 @@ What ``agno-compression eval`` and ``agno-compression report`` run, and what the
 * replaying one through a real Agent, offline, with or without a ``CompressionManager``: ``replay``,
   ``prepare_replay``;
 * scoring replays: ``evaluate`` and the measures it uses (``cached_costs``, ``acted_on_facts``,
-  ``fact_retention``...);
+  ``fact_retention``, next-step ``grounding`` against ``needs_of`` a recording...);
 * drawing a stored session's prompt sizes: ``session_series``, ``draw``.
 
 This layer sits above the rest of the package: nothing outside ``agno_compression.eval``, the CLI and
 the benchmarks imports it.
 """
 
+from ._grounding import grounding, identifiers, missing, needs_of, prompt_text
 from ._loaders import Trajectory, TrajectoryFormatError, iter_shared_trajectories, load_trajectories
 from ._replay import (
     END_OF_RECORDING,
@@ -53,11 +54,16 @@ __all__ = [
     "draw",
     "evaluate",
     "fact_retention",
+    "grounding",
+    "identifiers",
     "iter_shared_trajectories",
     "last_prompt_text",
     "load_trajectories",
+    "missing",
+    "needs_of",
     "observations_as_tool_calls",
     "prepare_replay",
+    "prompt_text",
     "replay",
     "run_in_mode",
     "session_series",

@@ -1,0 +1,215 @@
+"""What the agent read: names, locations and values from folded tool outputs that its next steps may use.
+
+The working-state ledger (``_ledger``) keeps what the agent *did*; this keeps what it *read*: definitions with
+their line (``check_token l.45``), search hits (``src/auth.py:45``), traceback locations, values it looked up
+(``reservation_id=OBUT9V``) and the other identifiers of each output (paths, dotted, snake_case, camelCase
+names). Rendered as one line per folded output, newest outputs first in priority, its names quoted as data::
+
+    - view src/auth.py » "check_token l.45, make_token l.60, TOKEN_TTL, login_timestamp"
+
+Everything is deterministic and bounded: ``render`` fits a token budget by dropping the lowest-ranked names of
+the oldest outputs first. A previous summary's lines are parsed back and merged, so what was read stays
+until newer reading crowds it out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from agno.models.message import Message
+
+from ._messages import call_arguments, calls_by_id, message_text, one_line, result_ids, tool_name_of
+from ._plan import is_summary
+
+SECTION = "Read"
+"""The summary section that holds what was read."""
+
+_TOKEN = re.compile(r"[\w./-]+")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+_NUMBERED = re.compile(r"^\s*(\d{1,6})(?:\t|:|\s\||\s{2,}|\s(?=\S))(.*)$")
+_DEFINITION = re.compile(
+    r"\b(?:def|class|function|func|fn|struct|enum|interface|trait|type|module|impl|macro|var|let|const)\s+"
+    r"\*?([A-Za-z_]\w{2,})"
+    r"|^\s*#\s*define\s+([A-Za-z_]\w{2,})"
+    r"|^(?:static\s+|inline\s+|extern\s+|const\s+|unsigned\s+|struct\s+)*[A-Za-z_][\w]*[\s*]+\**([A-Za-z_]\w{2,})\s*\("
+    r"|^\s*([A-Za-z_]\w{2,})\s*(?::[^=]{0,40})?=(?!=)"
+)
+_HIT = re.compile(r"^([\w./-]*[\w-]\.[A-Za-z]\w{0,7}|[\w./-]+/[\w.-]+):(\d+)[:-]")
+_TRACE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
+_KEY_VALUE = re.compile(r'"(\w{2,40})"\s*:\s*(?:"([^"\n]{1,80})"|(-?\d[\d.]{0,20}))')
+_CODE_WORDS = frozenset(
+    {"self", "None", "True", "False", "return", "import", "from", "else", "elif", "while", "print", "this", "null"}
+)
+_QUOTE = '"'
+
+
+def is_identifier(token: str) -> bool:
+    """Four or more characters with ``_``, ``.``, ``/``, a digit or an inner capital, and a letter; no dunder."""
+    if len(token) < 4 or not any(c.isalpha() for c in token):
+        return False
+    if token.startswith("__") and token.endswith("__"):
+        return False
+    if "_" in token.strip("_") or "." in token or "/" in token or any(c.isdigit() for c in token):
+        return True
+    return bool(_INNER_CAPITAL.search(token))
+
+
+def identifiers_in(text: str) -> list[str]:
+    """The identifiers of ``text`` in order of first appearance (edge punctuation stripped)."""
+    out: dict[str, None] = {}
+    for raw in _TOKEN.findall(text):
+        token = raw.strip("./-")
+        if token not in out and is_identifier(token):
+            out[token] = None
+    return list(out)
+
+
+@dataclass
+class Source:
+    """One folded output: where it came from and what it showed, best first."""
+
+    label: str
+    names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """What was read, oldest output first."""
+
+    sources: list[Source] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [_line(s.label, s.names) for s in self.sources if s.names]
+
+    @classmethod
+    def parse(cls, text: str | None) -> Reading:
+        """The reading of a previous summary (its ``## Read`` lines), or an empty one."""
+        reading = cls()
+        if not text:
+            return reading
+        inside = False
+        for line in text.splitlines():
+            if line.startswith("## "):
+                inside = line[3:].strip() == SECTION
+                continue
+            found = re.match(r'- (.*?) » "(.*)"$', line) if inside else None
+            if found:
+                reading.sources.append(Source(found.group(1), [n for n in found.group(2).split(", ") if n]))
+        return reading
+
+
+def _line(label: str, names: Sequence[str]) -> str:
+    return f'- {label} » "{", ".join(names)}"'
+
+
+def _label(message: Message, calls: dict[str, dict[str, object]]) -> str:
+    """The tool and its main argument (a path or a command), on one short line without quotes."""
+    name = tool_name_of(message, calls)
+    call = next((calls[c] for c in result_ids(message) if c in calls), None)
+    args = call_arguments(call) if call is not None else None
+    detail = ""
+    if isinstance(args, dict):
+        for key in ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input"):
+            value = args.get(key)
+            if isinstance(value, str) and value.strip():
+                detail = value
+                if key == "command" and isinstance(args.get("path"), str):
+                    detail = f"{value} {args['path']}"
+                break
+    elif isinstance(args, str):
+        detail = args
+    label = one_line(f"{name} {detail}".replace(_QUOTE, "'").replace("»", ">>"), 100)
+    return label
+
+
+def read_names(text: str, own: frozenset[str] = frozenset()) -> list[str]:
+    """The names of one tool output, best first: definitions with their line, search hits, traceback
+    locations and looked-up values, then the other identifiers (those the agent itself wrote, then the most
+    frequent). ``own`` holds identifiers the agent used in its own messages."""
+    marked: dict[str, None] = {}
+    lines = text.splitlines()
+    numbered = sum(1 for ln in lines[:50] if _NUMBERED.match(ln)) >= min(5, max(1, len(lines) // 2))
+    for ln in lines:
+        number, code = None, ln
+        if numbered:
+            found = _NUMBERED.match(ln)
+            if found:
+                number, code = found.group(1), found.group(2)
+        hit = _HIT.match(ln)
+        if hit:
+            marked.setdefault(f"{hit.group(1)}:{hit.group(2)}", None)
+        definition = _DEFINITION.search(code) if len(code) < 300 else None
+        if definition:
+            name = next(g for g in definition.groups() if g)
+            if name not in _CODE_WORDS:
+                marked.setdefault(f"{name} l.{number}" if number else name, None)
+    if 'File "' in text:
+        for path, line, func in _TRACE.findall(text):
+            marked.setdefault(f"{path}:{line}" + (f" {func}" if func else ""), None)
+    if '":' in text:
+        for key, value, number in _KEY_VALUE.findall(text):
+            value = value or number
+            if is_identifier(value) or (value.isalnum() and any(c.isdigit() for c in value) and len(value) >= 4):
+                marked.setdefault(f"{key}={value}", None)
+    seen = " ".join(marked)
+    counts = Counter(t.strip("./-") for t in _TOKEN.findall(text))
+    rest = [t for t in counts if t not in seen and is_identifier(t)]
+    rest.sort(key=lambda t: (t not in own, -counts[t]))
+    return [_clean(n) for n in [*marked, *rest]]
+
+
+def _clean(name: str) -> str:
+    """A name as data inside the quoted list: no quote, no list separator, bounded."""
+    return one_line(name.replace(_QUOTE, "'").replace(", ", ","), 80)
+
+
+def build(messages: Sequence[Message], previous: str | None = None) -> Reading:
+    """What the folded tool outputs of ``messages`` showed, after the previous summary's reading."""
+    reading = Reading.parse(previous)
+    calls = calls_by_id(messages)
+    own: set[str] = set()
+    for m in messages:
+        if m.role == "assistant" and not is_summary(m):
+            own.update(identifiers_in(message_text(m, use_compressed_content=False)))
+    mine = frozenset(own)
+    for m in messages:
+        if m.role not in ("tool", "function") or is_summary(m):
+            continue
+        names = read_names(message_text(m, use_compressed_content=False), mine)
+        if names:
+            reading.sources.append(Source(_label(m, calls), names))
+    return reading
+
+
+def render(reading: Reading, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """The reading's lines within ``max_tokens``: newer outputs keep more names; the oldest go first.
+
+    Names are dropped from the end of each output's list (its lowest-ranked), oldest output first, until
+    the lines fit; an output left with no name is left out.
+    """
+    if max_tokens <= 0 or not reading.sources:
+        return []
+    sources = [Source(s.label, list(dict.fromkeys(s.names))) for s in reading.sources]
+    # a name read again later counts once, where it was read last
+    later: set[str] = set()
+    for s in reversed(sources):
+        s.names = [n for n in s.names if n not in later]
+        later.update(s.names)
+    cost = [count(_line(s.label, s.names)) + 1 if s.names else 0 for s in sources]
+    total = sum(cost)
+    while total > max_tokens and sources:
+        # keep at most a share of names per source that shrinks with its age; the oldest goes first
+        oldest = next((i for i, s in enumerate(sources) if s.names), None)
+        if oldest is None:
+            break
+        s = sources[oldest]
+        over = total - max_tokens
+        keep = len(s.names) - max(1, int(len(s.names) * min(1.0, over / max(cost[oldest], 1))))
+        s.names = s.names[: max(0, keep)]
+        new = count(_line(s.label, s.names)) + 1 if s.names else 0
+        total += new - cost[oldest]
+        cost[oldest] = new
+    return [_line(s.label, s.names) for s in sources if s.names]
