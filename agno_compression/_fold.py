@@ -241,6 +241,8 @@ class Folder:
         # last one and then some: half of what is left after that goes to the summary.
         limit = cfg.compress_at_tokens if target is None else int(target / cfg.target_ratio)
         batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
+        if kept_tokens > limit:  # the kept outputs get shortened down to the goal (_shorten_kept): plan for that
+            kept_tokens, batch = goal, min(batch, goal)
         headroom = (limit - kept_tokens - batch) // 2
         budget = min(cfg.max_summary_tokens, max(cfg.min_summary_tokens, goal - kept_tokens, headroom))
         if cfg.search_tool:  # the hint appended after the summarizer counts against the same cap
@@ -271,11 +273,12 @@ class Folder:
             previous = "\n\n".join(t for t in (text(plan.history_summary), text(plan.progress_summary)) if t) or None
             return [(PROGRESS, request(plan.folded, previous, PROGRESS, budget))]
         out = []
-        share = budget // 2 if plan.history and plan.steps else budget
+        share = budget // 2 if plan.history and plan.steps else budget  # the history summary's part
         if plan.history:
             out.append((HISTORY, request(plan.history, text(plan.history_summary), HISTORY, share)))
         if plan.steps:
-            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, budget - share)))
+            rest = budget - share if plan.history else budget
+            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, rest)))
         return out
 
     def _with_search_hint(self, text: str) -> str:

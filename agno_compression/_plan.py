@@ -190,6 +190,14 @@ def _pending_calls(messages: Sequence[Message]) -> set[int]:
     return {last} if any(cid not in answered for cid in call_ids(messages[last])) else set()
 
 
+def _unanswered_calls(messages: Sequence[Message], start: int) -> set[int]:
+    """Indices from ``start`` on of assistant messages with a call that no message answers, and their results."""
+    answered = {cid for m in messages for cid in result_ids(m)}
+    broken = {i for i in range(start, len(messages)) if any(cid not in answered for cid in call_ids(messages[i]))}
+    cids = {cid for i in broken for cid in call_ids(messages[i])}
+    return broken | {i for i in range(start, len(messages)) if result_ids(messages[i]) & cids}
+
+
 def _orphan_results(messages: Sequence[Message]) -> set[int]:
     """Indices of tool messages none of whose call ids appear in any assistant message."""
     made: set[str] = set()
@@ -227,7 +235,10 @@ def plan_fold(messages: Sequence[Message], current: int | None = _AUTO, keep_fro
         batch = _last_batch_index(messages, 0)
         if batch is not None:
             kept.update(range(batch, len(messages)))
-    kept |= _pending_calls(messages)
+    pending = _pending_calls(messages)
+    if keep_from is not None:  # the window keeps no broken call (one without results that is not pending)
+        kept -= _unanswered_calls(messages, keep_from) - pending
+    kept |= pending
     kept -= set(summaries) | system
     # A tool result whose call is nowhere in the list can never be sent safely: fold it.
     kept -= _orphan_results(messages)

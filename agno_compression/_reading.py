@@ -44,6 +44,7 @@ _CODE_WORDS = frozenset(
     {"self", "None", "True", "False", "return", "import", "from", "else", "elif", "while", "print", "this", "null"}
 )
 _QUOTE = '"'
+_LABEL_KEYS = ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input")
 
 
 def is_identifier(token: str) -> bool:
@@ -112,13 +113,10 @@ def _label(message: Message, calls: dict[str, dict[str, object]]) -> str:
     args = call_arguments(call) if call is not None else None
     detail = ""
     if isinstance(args, dict):
-        for key in ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input"):
-            value = args.get(key)
-            if isinstance(value, str) and value.strip():
-                detail = value
-                if key == "command" and isinstance(args.get("path"), str):
-                    detail = f"{value} {args['path']}"
-                break
+        found = [args.get(k) for k in _LABEL_KEYS]
+        detail = next((v for v in found if isinstance(v, str) and v.strip()), "")
+        if isinstance(args.get("command"), str) and isinstance(args.get("path"), str):
+            detail = f"{args['command']} {args['path']}"  # an editor's verb and its file
     elif isinstance(args, str):
         detail = args
     label = one_line(f"{name} {detail}".replace(_QUOTE, "'").replace("»", ">>"), 100)

@@ -340,6 +340,8 @@ LLM_SUMMARY_PROMPT = dedent("""\
     ## User goal and constraints
     ## Progress (what was done and what it showed, in order; group repeated steps on one file or command)
     ## Files, commands and errors (exact paths, commands with exit codes and test counts, error names)
+    ## What was read (exact names the next steps may use: definitions with path and line, search hits,
+       failing lines, settings and values looked up; copy them exactly, newest first)
     ## Decisions and open items
     ## Next step
     If a previous summary is given, merge it: keep every fact it holds that is still relevant.
@@ -402,6 +404,14 @@ class LLMSummarizer:
         lines = _ledger.render(ledger, max(50, request.max_tokens // 2), request.count_tokens)
         header = HEADERS.get(request.kind, SUMMARY_HEADER)
         block = f"\n## {_ledger.SECTION}\n" + "\n".join(lines) if lines else ""
+        # what was read, exactly: the names and values a model summary tends to paraphrase away
+        room = request.max_tokens - request.count_tokens(header + block) - 60
+        read = _reading.render(
+            _reading.build(request.messages, request.previous),
+            min(int(request.max_tokens * READ_SHARE), room // 2),
+            request.count_tokens,
+        )
+        block += f"\n## {_reading.SECTION}\n" + "\n".join(read) if read else ""
         # The model's prose gives way to the ledger when both do not fit the budget (cut in the middle).
         room = request.max_tokens - request.count_tokens(header + block) - 10
         body = _cut_middle(_without_ledger(text.strip()), max(room, 40), request.count_tokens) + block
@@ -429,11 +439,11 @@ def _cut_middle(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
 
 def _without_ledger(text: str) -> str:
-    """``text`` without its ``## Working state`` section (rebuilt deterministically on every fold)."""
+    """``text`` without its ``## Working state`` and ``## Read`` sections (rebuilt deterministically on every fold)."""
     out, inside = [], False
     for line in text.splitlines():
         if line.startswith("## "):
-            inside = line[3:].strip() == _ledger.SECTION
+            inside = line[3:].strip() in (_ledger.SECTION, _reading.SECTION)
         if not inside:
             out.append(line)
     return "\n".join(out).strip()

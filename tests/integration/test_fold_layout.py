@@ -143,3 +143,32 @@ def test_history_summary_before_the_question_and_progress_after_it(tmp_path: Pat
     )
     assert kinds[question + 1] == PROGRESS or roles[question + 1] == "assistant"
     assert all(k != PROGRESS for k in kinds[:question]), "progress of this run placed before its question"
+
+
+def test_a_first_fold_keeps_its_steps_when_the_budget_allows(tmp_path: Path) -> None:
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = modules_agent(tmp_path, manager, steps=8)
+    run_agent(agent, "Test every module.", "sync")
+    first = manager.events[0].summary or ""
+    steps = first.split("## Steps\n", 1)[1].split("\n## ", 1)[0]
+    assert "- call run_tests(" in steps and "condensed away" not in steps, first
+    assert all(
+        not line.rstrip("…").endswith(tuple("abcdefghijklmnopqrstuvwxyz")) or not line.endswith("…")
+        for line in first.splitlines()
+    ), "a line ends in a cut word"
+
+
+@pytest.mark.parametrize("ratio", [0.35, 0.5])
+def test_a_verbatim_share_keeps_the_newest_outputs_under_the_budget(tmp_path: Path, ratio: float) -> None:
+    plain = CompressionManager(compress_at_tokens=6_000)
+    agent, model = modules_agent(tmp_path / "plain", plain)
+    run_agent(agent, "Test every module.", "sync")
+    wide = CompressionManager(compress_at_tokens=6_000, verbatim_ratio=ratio)
+    agent, wide_model = modules_agent(tmp_path / "wide", wide)
+    run_agent(agent, "Test every module.", "sync")
+    assert wide.stats["folds"] >= 2 and all(r.prompt_tokens <= 6_000 for r in wide_model.requests)
+
+    def outputs_after_folds(requests: list[Any]) -> list[int]:
+        return [sum(m.role == "tool" for m in r.messages) for r in requests if any(is_summary(m) for m in r.messages)]
+
+    assert sum(outputs_after_folds(wide_model.requests)) > sum(outputs_after_folds(model.requests))

@@ -8,6 +8,7 @@ import pytest
 from agno.media import Image
 from agno.models.message import Message
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agno_compression._messages import call_ids, result_ids
 from agno_compression._plan import (
@@ -19,6 +20,7 @@ from agno_compression._plan import (
     make_summary_message,
     pair_violations,
     plan_fold,
+    recent_start,
     summary_kind,
 )
 from tests.strategies import conversation, examples
@@ -449,3 +451,64 @@ def test_filter_folded_drops_the_calls_of_a_folded_gemini_result() -> None:
     call, results = _history(call, results)
     user = Message(role="user", content="go")
     assert filter_folded([call, results, user], {results.id}, None) == [user]
+
+
+# --- the recent steps kept verbatim (keep_from, recent_start) ------------------------------------------------
+
+
+@settings(max_examples=examples(800), deadline=None)
+@given(conversation(), st.integers(0, 4000))
+def test_a_verbatim_window_keeps_the_invariants_and_only_adds_to_what_is_kept(
+    messages: list[Message], budget: int
+) -> None:
+    sizes = [len(m.get_content_string() or "") // 4 + 4 for m in messages]
+    current = find_current_user(messages)
+    start = recent_start(messages, sizes, budget, current)
+    plain = plan_fold(messages, current)
+    plan = plan_fold(messages, current, keep_from=start)
+    view = plan.view(make_summary_message("A", HISTORY), make_summary_message("B", PROGRESS))
+    assert pair_violations(view) == []
+    assert {id(m) for m in plain.kept} <= {id(m) for m in plan.kept}
+    assert {id(m) for m in plan.folded} <= {id(m) for m in plain.folded}
+    if start is not None:
+        made = {c for m in messages for c in call_ids(m)}
+        answered = {c for m in messages for c in result_ids(m)}
+        last = max((i for i, m in enumerate(messages) if call_ids(m)), default=None)
+        broken = {c for i, m in enumerate(messages) if i != last and set(call_ids(m)) - answered for c in call_ids(m)}
+        window = [  # stray results and broken calls (no result, not the pending one) are never sent
+            m
+            for i, m in enumerate(messages)
+            if i >= start
+            and m.role not in ("system", "developer")
+            and not is_summary(m)
+            and not (m.role == "tool" and not result_ids(m) & made)
+            and (i == last or all(c in answered for c in call_ids(m)))
+            and not result_ids(m) & broken
+        ]
+        assert all(id(m) in {id(v) for v in view} for m in window), "the window reaches the model verbatim"
+        assert (
+            sum(
+                sizes[i]
+                for i, m in enumerate(messages[start:], start)
+                if i != current and not is_summary(m) and m.role not in ("system", "developer")
+            )
+            <= budget
+        )
+
+
+def test_the_window_takes_the_newest_whole_steps_that_fit() -> None:
+    messages = [Message(role="system", content="s"), Message(role="user", content="task")]
+    for i in range(5):
+        messages += [_call(i), _result(i)]
+    sizes = [10] * len(messages)
+    start = recent_start(messages, sizes, 45, 1)
+    assert start == len(messages) - 4, "two steps of 20 tokens fit in 45, the third does not"
+    plan = plan_fold(messages, 1, keep_from=start)
+    assert [m.tool_call_id for m in plan.kept if m.role == "tool"] == ["c3", "c4"]
+    assert [m.tool_call_id for m in plan.steps if m.role == "tool"] == ["c0", "c1", "c2"]
+    assert recent_start(messages, sizes, 5, 1) is None, "no whole step fits"
+
+
+def test_keep_from_outside_the_list_is_refused() -> None:
+    with pytest.raises(ValueError, match="keep_from must index the message list .* got 7"):
+        plan_fold([Message(role="user", content="x")], keep_from=7)
