@@ -22,6 +22,7 @@ from .._messages import message_text
 from .._plan import is_summary, pair_violations
 from .._summarizers import extract_facts
 from ..tokens import TokenCounter
+from ._grounding import grounding, needs_of
 from ._loaders import Trajectory
 from ._replay import observations_as_tool_calls, replay
 
@@ -188,6 +189,14 @@ class EvalRow:
     acted_kept: int = 0
     """Acted-on facts of the uncompressed run's last prompt that this run's last prompt still holds."""
     acted_total: int = 0
+    grounded: int = 0
+    """Identifiers the recorded next action used that its call's prompt held (``grounding``)."""
+    grounding_total: int = 0
+
+    @property
+    def grounding(self) -> float | None:
+        """Next-step grounding: the share of what each next action used that its prompt still held."""
+        return self.grounded / self.grounding_total if self.grounding_total else None
 
     @property
     def fact_retention(self) -> float | None:
@@ -210,6 +219,7 @@ class EvalRow:
             **asdict(self),
             "fact_retention": self.fact_retention,
             "acted_retention": self.acted_retention,
+            "grounding": self.grounding,
             "cost_cached_ratio": self.cost_ratio(0.1),
             "cost_cached_25_ratio": self.cost_ratio(0.25),
         }
@@ -249,6 +259,7 @@ def evaluate(
             base_costs = cached_costs([(r.messages, r.prompt_tokens) for r in base.requests], counter)
             base_acted = acted_on_facts(m for r in base.requests for m in r.messages)
             base_final = last_prompt_text([r.messages for r in base.requests])
+            needs = needs_of(messages)
             for budget in budgets:
                 for setting in settings:
                     collector = _Collector()
@@ -257,6 +268,7 @@ def evaluate(
                     result = replay(messages, manager=manager, db=db)
                     tokens = [r.prompt_tokens for r in result.requests]
                     costs = cached_costs([(r.messages, r.prompt_tokens) for r in result.requests], counter)
+                    grounded, grounding_total = grounding([r.messages for r in result.requests], needs)
                     acted_kept, acted_total = acted_retained(
                         base_acted, base_final, last_prompt_text([r.messages for r in result.requests])
                     )
@@ -283,6 +295,8 @@ def evaluate(
                             cost_cached_25_uncompressed=base_costs[1],
                             acted_kept=acted_kept,
                             acted_total=acted_total,
+                            grounded=grounded,
+                            grounding_total=grounding_total,
                         )
                     )
             if progress is not None:
@@ -326,6 +340,8 @@ def totals(rows: Sequence[EvalRow]) -> list[EvalRow]:
             "cost_cached_25_uncompressed",
             "acted_kept",
             "acted_total",
+            "grounded",
+            "grounding_total",
         ):
             setattr(t, name, getattr(t, name) + getattr(r, name))
     return list(out.values())

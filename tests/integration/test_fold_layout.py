@@ -147,7 +147,7 @@ def test_history_summary_before_the_question_and_progress_after_it(tmp_path: Pat
 
 def test_a_first_fold_keeps_its_steps_when_the_budget_allows(tmp_path: Path) -> None:
     manager = CompressionManager(compress_at_tokens=4_000)
-    agent, model = modules_agent(tmp_path, manager, steps=8)
+    agent, _ = modules_agent(tmp_path, manager, steps=8)
     run_agent(agent, "Test every module.", "sync")
     first = manager.events[0].summary or ""
     steps = first.split("## Steps\n", 1)[1].split("\n## ", 1)[0]

@@ -58,6 +58,7 @@ def test_eval_json_compares_settings(tmp_path: Path) -> None:
     assert ext["folds"] >= 1 and ext["pair_violations"] == 0 and ext["calls_over_budget"] == 0
     assert ext["cumulative_prompt"] < ext["cumulative_prompt_uncompressed"]
     assert 0 < ext["fact_retention"] <= 1
+    assert ext["grounding_total"] > 0 and 0 < ext["grounding"] <= 1, "next-step grounding beside acted-on facts"
     assert rows["mask"]["masks"] >= 1 and rows["mask"]["folds"] == 0
 
 

@@ -510,5 +510,5 @@ def test_the_window_takes_the_newest_whole_steps_that_fit() -> None:
 
 
 def test_keep_from_outside_the_list_is_refused() -> None:
-    with pytest.raises(ValueError, match="keep_from must index the message list .* got 7"):
+    with pytest.raises(ValueError, match=r"keep_from must index the message list .* got 7"):
         plan_fold([Message(role="user", content="x")], keep_from=7)
