@@ -26,7 +26,10 @@ def _chat_file(tmp_path: Path, steps: int = 12) -> Path:
                     {
                         "id": f"c{i}",
                         "type": "function",
-                        "function": {"name": "run_tests", "arguments": json.dumps({"k": i})},
+                        "function": {
+                            "name": "run_tests",
+                            "arguments": json.dumps({"k": i, "after": f"tests/test_mod_{i - 1}.py"}),
+                        },
                     }
                 ],
             }
