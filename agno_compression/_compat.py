@@ -11,7 +11,9 @@ Attaching must never make an agno feature work worse than without it:
   model is shared with an agent that has it, the wrapper lets that agent's overflow errors through to agno;
 - the ``search_folded_history`` tool is handed to each run by a pre-hook instead of living in
   ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
-  (AgentOS and saved configs) never meet a tool no registry knows.
+  (AgentOS and saved configs) never meet a tool no registry knows; its definition is withheld from the
+  model until the session has folded (``withhold_tool``), so a run that never folds sends exactly what
+  plain agno sends.
 """
 
 from __future__ import annotations
@@ -117,5 +119,49 @@ def add_client_tool(run_context: Any, tool: Any, name: str) -> None:
     run_context.client_tools = [*tools, tool]
 
 
+_WITHHELD = "_agno_compression_withheld"
+MAX_WITHHELD = 256
+"""Tool lists remembered between agno formatting them and the run's first budget check (one per model loop)."""
+
+
+def withhold_tool(model: Any, manager: Any, name: str) -> Any:
+    """Wrap ``model._format_tools`` so the definition of tool ``name`` is left out of what the model is sent.
+
+    agno formats a run's tools once per model loop and sends that same list with every call of the loop;
+    the manager receives the unformatted list in ``should_compress`` and, once the session has folded, puts
+    the withheld definition back at the end of the sent list (``reveal``). agno still knows the function,
+    so a call to it works from then on. Idempotent per manager; a list already formatted (providers format
+    again inside ``invoke``) passes through untouched.
+    """
+    from agno.tools.function import Function
+
+    if model is None:
+        return model
+    if getattr(model, _WITHHELD, None) is not None:  # wrapped once; the manager attached last holds the lists
+        setattr(model, _WITHHELD, manager)
+        return model
+    original = model._format_tools
+
+    def format_tools(tools: Any) -> Any:
+        formatted = original(tools)
+        if not any(isinstance(t, Function) and t.name == name for t in tools or ()):
+            return formatted
+        definition = next((d for d in formatted if _tool_name(d.get("function", d)) == name), None)
+        if definition is None:
+            return formatted
+        sent = [d for d in formatted if d is not definition]
+        withheld = getattr(model, _WITHHELD)._withheld
+        withheld[id(tools)] = (sent, definition)
+        while len(withheld) > MAX_WITHHELD:
+            withheld.pop(next(iter(withheld)))
+        return sent
+
+    model._format_tools = format_tools
+    setattr(model, _WITHHELD, manager)
+    return model
+
+
 def _tool_name(tool: Any) -> str | None:
+    if isinstance(tool, dict):
+        return tool.get("name")
     return getattr(tool, "name", None) or getattr(tool, "__name__", None)

@@ -24,12 +24,20 @@ from agno.models.message import Message
 
 from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function
 from ._checkpoints import guard_checkpoints
-from ._compat import add_client_tool, check_attachable, compaction_handles_overflow, label, note_overflow_owner, walk
+from ._compat import (
+    add_client_tool,
+    check_attachable,
+    compaction_handles_overflow,
+    label,
+    note_overflow_owner,
+    walk,
+    withhold_tool,
+)
 from ._config import check_options
 from ._exceptions import ConfigError
 from ._fold import Folder, account
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy
-from ._plan import drop_failed_calls, find_current_user, retain_turns
+from ._plan import drop_failed_calls, find_current_user, is_summary, retain_turns
 from ._policies import PolicyAnswer, PolicyCall, aapply_policy, apply_policy, police
 from ._records import FoldEvent, FoldRecorder
 from ._recovery import guard_overflow
@@ -120,6 +128,7 @@ class CompressionManager(AgnoCompressionManager):
         self._counters: dict[str, TokenCounter] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
         self._search_tool = search_tool_function(self.search_folded)  # offered to each run by prepare_run
+        self._withheld: dict[int, tuple[list[Any], Any]] = {}  # tool lists whose search definition is held back
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -148,6 +157,8 @@ class CompressionManager(AgnoCompressionManager):
             else:
                 guard_overflow(target.model, self, self.overflow_retries)
             guard_checkpoints(target.model, self)
+            if self.search_tool:  # no fold, no cost: the search tool's definition is sent from the first fold on
+                withhold_tool(target.model, self, SEARCH_TOOL_NAME)
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
@@ -272,10 +283,31 @@ class CompressionManager(AgnoCompressionManager):
         state = self._runs.state(messages)
         if not state.prepared:
             self._prepare(state, messages)
-        state.tools, state.model = tools, model
+        state.model = model
+        self._hold_search_tool(state, messages, tools)
         state.observe()
         yield from police(self.observations, state, messages, self.stats)
         return self._folder.over_budget(state, messages)
+
+    def _hold_search_tool(self, state: RunState, messages: list[Message], tools: list[Any] | None) -> None:
+        """Keep the search tool out of this loop's prompt (and count) until the session has folded."""
+        entry = self._withheld.pop(id(tools), None) if tools is not None else None
+        if entry is not None:
+            state.withheld = entry
+        if state.withheld is not None and (state.events or any(is_summary(m) for m in messages)):
+            self._reveal_search_tool(state)
+        held = state.withheld is not None and tools is not None
+        state.tools = [t for t in tools or () if getattr(t, "name", None) != SEARCH_TOOL_NAME] if held else tools
+
+    def _reveal_search_tool(self, state: RunState) -> None:
+        """Append the held-back definition to the list agno sends for the rest of the loop (tools before it keep
+        their cached prefix) and count it from now on."""
+        if state.withheld is None:
+            return
+        sent, definition = state.withheld
+        sent.append(definition)
+        state.withheld = None
+        state.tools = [*(state.tools or ()), definition]  # counted as sent
 
     def _prepare(self, state: RunState, messages: list[Message]) -> None:
         """First sight of a live list: clean the loaded history (earlier folds, failed calls, old turns)."""
@@ -299,11 +331,15 @@ class CompressionManager(AgnoCompressionManager):
 
     @degrades("fold failed, the model call goes ahead unfolded", None)
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
-        drive(self._folder.compress(self._runs.state(messages), run_metrics), self._summarize)
+        state = self._runs.state(messages)
+        self._reveal_search_tool(state)  # the summary about to be written points to it
+        drive(self._folder.compress(state, run_metrics), self._summarize)
 
     @degrades("fold failed, the model call goes ahead unfolded", None)
     async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
-        await adrive(self._folder.compress(self._runs.state(messages), run_metrics), self._asummarize)
+        state = self._runs.state(messages)
+        self._reveal_search_tool(state)
+        await adrive(self._folder.compress(state, run_metrics), self._asummarize)
 
     @degrades("could not fold after a context overflow", False)
     def recover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:

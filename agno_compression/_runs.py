@@ -60,6 +60,8 @@ class RunState:
     ledger: list[Message] = field(default_factory=list)
     seen: set[int] = field(default_factory=set)
     tools: Sequence[Any] | None = None
+    withheld: tuple[list[Any], Any] | None = None
+    """The sent tool list of this model loop and the search tool's definition held back from it until a fold."""
     model: Model | None = None
     prompt_tokens: int = 0
     events: list[FoldEvent] = field(default_factory=list)

@@ -186,6 +186,8 @@ class Replayed:
     grounding_total: int = 0
     """Next-step grounding: identifiers the next recorded action used that the call's prompt held, and all of
     them (``agno_compression.eval.grounding``)."""
+    requests: list[Any] = field(default_factory=list, repr=False)
+    """The uncompressed replay's requests (kept for ``none`` only: the simple baselines are computed from them)."""
     composition: dict[str, int] = field(default_factory=dict)
     """Prompt tokens summed over the calls: ``floor`` (system, current user, last batch, tools), ``summary``
     (this package's summary message) and ``rest`` (everything else: history and batches not folded yet)."""
@@ -446,6 +448,8 @@ def replay_one(
         summarizer=meter.summarizer,
         composition=composition(requests) if analyse else {},
     )
+    if setting == "none":
+        row.requests = requests
     db.db_engine.dispose()
     db_file.unlink(missing_ok=True)
     return row

@@ -206,7 +206,7 @@ def _row(threshold: int, setting: str, a: Agg) -> list[str]:
         _fmt(a.retention * 100 if a.retention is not None else None, ".1f") + ("%" if a.retention is not None else ""),
         f"{a.largest_summary:,}" if a.largest_summary else "–",
         machinery,
-        f"{a.wall_ratio:.2f} ({a.cpu_ratio:.2f})" if setting != "none" else "1.00 (1.00)",
+        "1.00 (1.00)" if setting == "none" else f"{a.wall_ratio:.2f} ({a.cpu_ratio:.2f})" if a.wall else "–",
     ]
 
 

@@ -39,7 +39,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _baselines  # noqa: E402
 import _offline  # noqa: E402
+import _pareto  # noqa: E402
 import _peers  # noqa: E402
 import _replays  # noqa: E402
 import _report  # noqa: E402
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{threshold}: {len(eligible)} recordings over the threshold without compression")
             for t in eligible:
                 rows += _paired(t, threshold, settings, repeats, replay)
+                rows += _baselines.rows(t, baseline[t.name].requests, threshold)
         for peer in peers:
             _peers.warm(peer, warm, min(thresholds))
             for threshold in thresholds:
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         text = _report.render(
             command=command,
             thresholds=thresholds,
-            settings=[*settings, *peer_settings],
+            settings=[*settings, *peer_settings, *_baselines.BASELINES],  # the rows' order in every table
             recordings=recordings,
             baseline=baseline,
             rows=rows,
@@ -226,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             encodings=encodings,
             seconds=time.perf_counter() - started,
         )
+        every = [*settings, *peer_settings, *_baselines.BASELINES]
+        text += "\n".join(_pareto.section(args.out.parent, thresholds, every, recordings, baseline, rows)) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     say(f"wrote {args.out}")
