@@ -30,6 +30,11 @@ _PATH = re.compile(
 _URL = re.compile(r"https?://[^\s'\"<>)\]`]+")
 _TEST = re.compile(r"\btest_\w+")
 _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
+_RAISED = re.compile(
+    r"^(?:E\s+|FAILED \S+ - |ERROR \S+ - )?([A-Za-z_][\w.]*(?:Error|Exception)\w*)(?=:\s|:$|$|\s*$)", re.M
+)
+MAX_ERRORS = 12
+"""Error entries a summary keeps when it must shrink (the newest); the rest are counted."""
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
 _EXIT_WORDS = ("exit", "return")  # every _EXIT match holds one (any case)
 _COUNTS = re.compile(r"\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b")
@@ -107,6 +112,28 @@ def mentions(text: str, words: tuple[str, ...]) -> bool:
 def _errors_in(text: str) -> list[str]:
     """Exception names in ``text`` (every match holds ``Error`` or ``Exception``, so most outputs skip the regex)."""
     return _ERROR.findall(text) if "Error" in text or "Exception" in text else []
+
+
+def errors_raised(text: str, failed: bool = False) -> list[str]:
+    """Names of the errors an output reports as having happened, not every error name it mentions.
+
+    A traceback's final ``Name: message`` line, pytest's ``E   Name`` and ``FAILED ... - Name`` lines, and a line
+    that starts with ``Name:`` (what a failing command prints). A source file, a listing or a docs page that only
+    names exception classes reports none. ``failed`` (the tool call itself failed) counts any name in the
+    output's first error line too.
+    """
+    if "Error" not in text and "Exception" not in text:
+        return []
+    found = [m.group(1) for m in _RAISED.finditer(text)]
+    if failed:
+        first = next((ln for ln in text.splitlines() if _ERROR.search(ln)), "")
+        found += _ERROR.findall(first)
+    return [_quoted(name) for name in dict.fromkeys(found)]
+
+
+def _quoted(name: str) -> str:
+    """A name that came from a tool output, marked as data (backticks) and bounded."""
+    return "`" + one_line(name.replace("`", "'"), 60) + "`"
 
 
 def _clean_where(text: str) -> str:
@@ -285,8 +312,9 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 ledger.commands[label][1] = outcome
             elif outcome:  # a non-shell tool with an exit code or test counts (a test runner, a build tool)
                 ledger.ran(label, outcome)
-            ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in dict.fromkeys(_errors_in(text))])
-        else:
+            raised = errors_raised(text, bool(m.tool_call_error))
+            ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in raised])
+        elif m.role == "user":  # a user reporting an error it got
             ledger.add("errors", [f"{e} (in {m.role} message)" for e in dict.fromkeys(_errors_in(text))])
     _dedupe_errors(ledger)
     return ledger
@@ -318,6 +346,9 @@ def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list
         if count("\n".join(lines)) <= max_tokens:
             return lines
     ledger.values["errors"] = [e.split(" (", 1)[0] for e in ledger.values.get("errors", [])]
+    errors = ledger.values["errors"]
+    if len(errors) > MAX_ERRORS:  # the newest stay; how many went is said once
+        ledger.values["errors"] = [f"{len(errors) - MAX_ERRORS} earlier errors", *errors[-MAX_ERRORS:]]
     for key in ("open items", "urls", "ids"):
         lines = ledger.lines(max_commands=3)
         if count("\n".join(lines)) <= max_tokens:

@@ -74,3 +74,49 @@ def test_mentions_is_case_blind_and_says_yes_for_non_ascii_text() -> None:
     assert not mentions("all good", ("exit", "error"))
     assert mentions("ſtatus", ("nothing",)), "non-ASCII text always goes to the regex"
     assert re.search(r"status", "ſtatus", re.I), "why: re.I folds the long s into s"
+
+
+# --- errors that happened -------------------------------------------------------------------------------------
+
+from agno.models.message import Message  # noqa: E402
+
+from agno_compression.tokens import TokenCounter  # noqa: E402
+
+_COUNT = TokenCounter("gpt-4o").count_text
+
+
+def _read_then(output: str, *, failed: bool = False) -> list[Message]:
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat errors.py"}'}}
+    return [
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", tool_name="bash", content=output, tool_call_error=failed),
+    ]
+
+
+def test_an_error_name_in_a_file_listing_is_not_an_error() -> None:
+    source = "class QuotaError(Exception):\n    pass\n\ndef f():\n    raise ValueError('no')\n# see KeyError docs"
+    ledger = _ledger.build(_read_then(source))
+    assert ledger.values["errors"] == []
+
+
+def test_a_traceback_and_a_failing_test_are_errors_with_where_quoted_as_data() -> None:
+    trace = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'token'"
+    assert _ledger.build(_read_then(trace)).values["errors"] == ["`KeyError` (after cat errors.py)"]
+    pytest_out = "E   AssertionError: assert 1 == 2\nFAILED tests/test_a.py::test_b - AssertionError: x\n1 failed"
+    assert _ledger.build(_read_then(pytest_out)).values["errors"] == ["`AssertionError` (after cat errors.py)"]
+
+
+def test_five_hundred_long_error_names_keep_the_summary_within_its_budget_and_quoted() -> None:
+    names = [f"Module{i}VeryLongAndEntirelyMadeUpConfigurationLookupError" for i in range(500)]
+    output = "\n".join(f"E   {n}: lookup failed" for n in names)
+    request = _summarizers.SummaryRequest(
+        messages=_read_then(output), previous=None, max_tokens=1500, count_tokens=_COUNT
+    )
+    text = _summarizers.ExtractiveSummarizer().summarize(request).text
+    assert _COUNT(text) <= 1500
+    for name in names:
+        for found in re.finditer(re.escape(name), text):
+            line = text[: found.start()].rsplit("\n", 1)[-1]
+            assert text[found.start() - 1] in '`," ' and ('"' in line or "`" in text[found.start() - 1]), line[:80]
+    again = _summarizers.SummaryRequest(messages=[], previous=text, max_tokens=1500, count_tokens=_COUNT)
+    assert _COUNT(_summarizers.ExtractiveSummarizer().summarize(again).text) <= 1500
