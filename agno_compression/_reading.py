@@ -47,6 +47,35 @@ _QUOTE = '"'
 _LABEL_KEYS = ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input")
 
 
+# --- facts of a text (fact retention is measured with these) ---------------------------------------
+
+_PATH = re.compile(
+    r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.+-]+/)+[\w.+-]+"
+    r"|\b[\w-]+\.(?:py|c|h|cc|cpp|rs|go|js|ts|java|json|ya?ml|toml|md|txt|pony|sh|cfg|ini|html|css|sql)\b"
+)
+_URL = re.compile(r"https?://[^\s'\"<>)\]]+")
+_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning|Fault)\b|\bE\d{3,5}\b")
+_EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode|status)[\s:=]+(-?\d+)", re.I)
+_IDENT = re.compile(r"\b(?:[0-9a-f]{7,40}|[A-Z]{2,}-\d+|#\d{2,}|\w+_\w*\d\w*|[a-f0-9]{8}-[a-f0-9-]{27,})\b")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?%?(?![\w.])")
+
+
+def extract_facts(text: str) -> dict[str, list[str]]:
+    """Paths, URLs, identifiers, error names, exit codes and numbers found in ``text``, deduplicated in order."""
+
+    def uniq(items: list[str]) -> list[str]:
+        return list(dict.fromkeys(i.strip() for i in items if i.strip()))
+
+    return {
+        "paths": uniq(_PATH.findall(text)),
+        "urls": uniq(_URL.findall(text)),
+        "errors": uniq(_ERROR.findall(text)),
+        "exit_codes": uniq(_EXIT.findall(text)),
+        "ids": uniq(_IDENT.findall(text)),
+        "numbers": uniq([n for n in _NUMBER.findall(text) if len(n.strip("-%")) >= 2]),
+    }
+
+
 def is_identifier(token: str) -> bool:
     """Four or more characters with ``_``, ``.``, ``/``, a digit or an inner capital, and a letter; no dunder."""
     if len(token) < 4 or not any(c.isalpha() for c in token):

@@ -29,6 +29,7 @@ from . import _ledger, _reading
 from ._exceptions import ConfigError, SummarizerError
 from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
 from ._plan import HISTORY, PROGRESS, is_summary
+from ._reading import _EXIT
 
 if TYPE_CHECKING:
     from agno.models.base import Model
@@ -98,35 +99,10 @@ class Summarizer(Protocol):
 
 # --- extractive -----------------------------------------------------------------------------------
 
-_PATH = re.compile(
-    r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.+-]+/)+[\w.+-]+"
-    r"|\b[\w-]+\.(?:py|c|h|cc|cpp|rs|go|js|ts|java|json|ya?ml|toml|md|txt|pony|sh|cfg|ini|html|css|sql)\b"
-)
-_URL = re.compile(r"https?://[^\s'\"<>)\]]+")
-_ERROR = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning|Fault)\b|\bE\d{3,5}\b")
-_EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode|status)[\s:=]+(-?\d+)", re.I)
-_IDENT = re.compile(r"\b(?:[0-9a-f]{7,40}|[A-Z]{2,}-\d+|#\d{2,}|\w+_\w*\d\w*|[a-f0-9]{8}-[a-f0-9-]{27,})\b")
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?%?(?![\w.])")
 _ERROR_LINE = re.compile(r"error|exception|traceback|failed|failure|fatal|panic|segfault|assert", re.I)
 # every match of _EXIT / _ERROR_LINE holds one of these words (any case): most outputs skip the regex
 _EXIT_WORDS = ("exit", "return", "status")
 _ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "panic", "segfault", "assert")
-
-
-def extract_facts(text: str) -> dict[str, list[str]]:
-    """Paths, URLs, identifiers, error names, exit codes and numbers found in ``text``, deduplicated in order."""
-
-    def uniq(items: list[str]) -> list[str]:
-        return list(dict.fromkeys(i.strip() for i in items if i.strip()))
-
-    return {
-        "paths": uniq(_PATH.findall(text)),
-        "urls": uniq(_URL.findall(text)),
-        "errors": uniq(_ERROR.findall(text)),
-        "exit_codes": uniq(_EXIT.findall(text)),
-        "ids": uniq(_IDENT.findall(text)),
-        "numbers": uniq([n for n in _NUMBER.findall(text) if len(n.strip("-%")) >= 2]),
-    }
 
 
 @dataclass(kw_only=True)

@@ -20,7 +20,7 @@ from .._ledger import json_strings
 from .._manager import CompressionManager, FoldEvent
 from .._messages import message_text
 from .._plan import is_summary, pair_violations
-from .._summarizers import extract_facts
+from .._reading import extract_facts
 from ..tokens import TokenCounter
 from ._grounding import grounding, needs_of
 from ._loaders import Trajectory

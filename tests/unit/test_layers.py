@@ -17,7 +17,17 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "core",
         frozenset(
-            {"_exceptions", "_config", "_messages", "_plan", "_ledger", "_summarizers", "_observations", "_truncate"}
+            {
+                "_exceptions",
+                "_config",
+                "_messages",
+                "_plan",
+                "_ledger",
+                "_reading",
+                "_summarizers",
+                "_observations",
+                "_truncate",
+            }
             | {"_cuts", "_structure"}
             | {"tokens"}
         ),
