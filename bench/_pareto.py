@@ -45,7 +45,13 @@ def _draw(path: Path, threshold: int, groups: dict[str, dict[str, tuple[float, f
     fig, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 5.2), squeeze=False)
     for ax, (group, found) in zip(axes[0], groups.items(), strict=True):
         best = set(front(found))
-        for setting, (cost, grounding) in sorted(found.items()):
+        xs, ys = [c for c, _ in found.values()], [g for _, g in found.values()]
+        span = (max(xs) - min(xs) or 1.0, max(ys) - min(ys) or 1.0)
+        placed: list[tuple[float, float]] = []
+        for setting, (cost, grounding) in sorted(found.items(), key=lambda kv: (-kv[1][1], kv[1][0])):
+            # labels of points close together are stacked downwards instead of printed over each other
+            near = sum(1 for x, y in placed if abs(x - cost) / span[0] < 0.12 and abs(y - grounding) / span[1] < 0.06)
+            placed.append((cost, grounding))
             ours = setting in ("extractive", "mask", "pipeline", "llm")
             color = "#1f6feb" if ours else "#8250df" if setting.endswith(("window", "masking")) else "#6e7781"
             ax.scatter(
@@ -55,7 +61,7 @@ def _draw(path: Path, threshold: int, groups: dict[str, dict[str, tuple[float, f
                 color=color,
                 edgecolors="black" if setting in best else "none",
             )
-            ax.annotate(setting, (cost, grounding), textcoords="offset points", xytext=(5, 3), fontsize=7)
+            ax.annotate(setting, (cost, grounding), textcoords="offset points", xytext=(6, 3 - 9 * near), fontsize=7)
         ax.set_title(f"{group} at {threshold // 1000}k (black edge: Pareto front)", fontsize=10)
         ax.set_xlabel("cost with prompt caching (0.1×) ÷ none  — lower is better")
         ax.set_ylabel("next-step grounding — higher is better")
