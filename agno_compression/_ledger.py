@@ -33,6 +33,8 @@ _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 _RAISED = re.compile(
     r"^(?:E\s+|FAILED \S+ - |ERROR \S+ - )?([A-Za-z_][\w.]*(?:Error|Exception)\w*)(?=:\s|:$|$|\s*$)", re.M
 )
+MAX_NAMES_SEEN = 40
+"""Exception names merely seen in outputs that a summary keeps when it must shrink (the newest)."""
 MAX_ERRORS = 12
 """Error entries a summary keeps when it must shrink (the newest); the rest are counted."""
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
@@ -67,7 +69,18 @@ _SHELL_READ = frozenset({"cat", "head", "tail", "less", "more", "open", "nl", "b
 _SHELL_EDIT = frozenset({"edit", "patch", "sed", "perl", "ed", "apply_patch", "str_replace", "insert"})
 _SHELL_CREATE = frozenset({"create", "touch", "mkdir", "cp", "mv"})
 
-KEYS = ("edited", "created", "read", "paths used", "tests", "errors", "ids", "urls", "open items")
+KEYS = (
+    "edited",
+    "created",
+    "read",
+    "paths used",
+    "tests",
+    "errors",
+    "exception names seen",
+    "ids",
+    "urls",
+    "open items",
+)
 """Ledger lines with lists of values, in the order they are rendered."""
 
 
@@ -314,6 +327,9 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 ledger.ran(label, outcome)
             raised = errors_raised(text, bool(m.tool_call_error))
             ledger.add("errors", [f"{e} (after {_clean_where(label)})" for e in raised])
+            # exception classes an output only names (a source file, a listing): kept as names, not as errors
+            seen = [_quoted(e) for e in dict.fromkeys(_errors_in(text)) if len(e) > 5]
+            ledger.add("exception names seen", [e for e in seen if e not in raised])
         elif m.role == "user":  # a user reporting an error it got
             ledger.add("errors", [f"{e} (in {m.role} message)" for e in dict.fromkeys(_errors_in(text))])
     _dedupe_errors(ledger)
@@ -349,6 +365,8 @@ def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list
     errors = ledger.values["errors"]
     if len(errors) > MAX_ERRORS:  # the newest stay; how many went is said once
         ledger.values["errors"] = [f"{len(errors) - MAX_ERRORS} earlier errors", *errors[-MAX_ERRORS:]]
+    seen = ledger.values.get("exception names seen", [])
+    ledger.values["exception names seen"] = seen[-MAX_NAMES_SEEN:]
     for key in ("open items", "urls", "ids"):
         lines = ledger.lines(max_commands=3)
         if count("\n".join(lines)) <= max_tokens:

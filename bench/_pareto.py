@@ -23,7 +23,7 @@ def points(
 ) -> dict[str, tuple[float, float]]:
     """Setting -> (cost ratio, grounding) of the recordings in ``keep`` at ``threshold`` (those with both)."""
     out = {}
-    for setting in ["none", *settings]:
+    for setting in ["none", *(s for s in settings if not s.endswith("uncompressed"))]:  # one no-compression point
         agg = aggregate(rows, baseline, threshold, setting, keep)
         cost, grounding = agg.cost_ratio(0), agg.grounding
         if agg.runs and cost is not None and grounding is not None:
