@@ -214,14 +214,8 @@ class Ledger:
     def parse(cls, text: str | None) -> Ledger:
         """The ledger of a previous summary (its ``## Working state`` lines), or an empty one."""
         ledger = cls()
-        if not text:
-            return ledger
-        inside = False
-        for line in text.splitlines():
-            if line.startswith("## "):
-                inside = line[3:].strip() == SECTION
-                continue
-            if not inside or not line.startswith("- "):
+        for line in section_lines(text, SECTION):
+            if not line.startswith("- "):
                 continue
             body = line[2:]
             ran = re.match(r"ran `(.*)`(?: ×(\d+))?(?: → (.*))?$", body)
@@ -237,6 +231,18 @@ class Ledger:
             elif sep and key in KEYS:
                 ledger.add(key, _split_values(key, values))
         return ledger
+
+
+def section_lines(text: str | None, section: str) -> list[str]:
+    """The lines under ``## <section>`` of a summary (a section may appear more than once)."""
+    out: list[str] = []
+    inside = False
+    for line in (text or "").splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip() == section
+        elif inside:
+            out.append(line)
+    return out
 
 
 def _split_values(key: str, values: str) -> list[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from agno.models.message import Message
 
+from ._ledger import section_lines
 from ._messages import call_arguments, calls_by_id, message_text, one_line, result_ids, tool_name_of
 from ._plan import is_summary
 
@@ -118,14 +119,8 @@ class Reading:
     def parse(cls, text: str | None) -> Reading:
         """The reading of a previous summary (its ``## Read`` lines), or an empty one."""
         reading = cls()
-        if not text:
-            return reading
-        inside = False
-        for line in text.splitlines():
-            if line.startswith("## "):
-                inside = line[3:].strip() == SECTION
-                continue
-            found = re.match(r'- (.*?) » "(.*)"$', line) if inside else None
+        for line in section_lines(text, SECTION):
+            found = re.match(r'- (.*?) » "(.*)"$', line)
             if found:
                 reading.sources.append(Source(found.group(1), [n for n in found.group(2).split(", ") if n]))
         return reading
