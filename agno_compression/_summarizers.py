@@ -294,10 +294,14 @@ def _fit(
         costs.pop(0)
         dropped = re.match(r"- \((\d+) earlier steps", steps.pop(0))
         omitted += int(dropped.group(1)) if dropped else 1
+    text = _render(header, parts if not omitted else {**parts, "Steps": [_omitted(omitted, parts), *steps]})
+    # per-line counts drift from the joined text's count: drop more of the oldest steps until the whole fits
+    while steps and count(text) > max_tokens:
+        steps.pop(0)
+        omitted += 1
+        text = _render(header, {**parts, "Steps": [_omitted(omitted, parts), *steps]})
     if omitted:
-        where = "; files, commands, errors: see the working state" if parts[_ledger.SECTION] else ""
-        steps.insert(0, f"- ({omitted} earlier steps condensed away{where})")
-    text = _render(header, parts)
+        steps.insert(0, _omitted(omitted, parts))
     # Still too big: cut long lines of the narrative sections, never the ledger.
     for limit in (300, 160, 80):
         if count(text) <= max_tokens:
@@ -306,6 +310,11 @@ def _fit(
             parts[name] = [one_line(x, limit) for x in parts[name]]
         text = _render(header, parts)
     return text
+
+
+def _omitted(n: int, parts: dict[str, list[str]]) -> str:
+    where = "; files, commands, errors: see the working state" if parts[_ledger.SECTION] else ""
+    return f"- ({n} earlier steps condensed away{where})"
 
 
 # --- llm -------------------------------------------------------------------------------------------

@@ -124,3 +124,14 @@ def test_lines_are_cut_between_words() -> None:
     assert one_line("see the working state of everything", 20) == "see the working…"
     assert one_line("/repo/src/module/foo_bar.py and more", 20) == "/repo/src/module/…"
     assert one_line("short", 20) == "short"
+
+
+def test_many_steps_keep_the_summary_within_its_budget() -> None:
+    messages = []
+    for i in range(500):
+        args = {"q": f"query number {i} about module_{i}"}
+        messages += _step(f"c{i}", f"tool{i % 7}", args, f"result {i} line\nlast line {i}")
+        messages[-2].content = f"step {i} looking at things"
+    request = SummaryRequest(messages=messages, previous=None, max_tokens=1500, count_tokens=COUNT)
+    text = ExtractiveSummarizer().summarize(request).text
+    assert COUNT(text) <= 1500 and "earlier steps condensed away" in text
