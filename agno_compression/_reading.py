@@ -46,6 +46,9 @@ _CODE_WORDS = frozenset(
 )
 _QUOTE = '"'
 _LABEL_KEYS = ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input")
+NEWEST_QUOTA = 16
+"""Names the newest folded output gets per round when the reading is rendered; each older output gets half as
+many as the one after it, and at least one."""
 
 
 # --- facts of a text (fact retention is measured with these) ---------------------------------------
@@ -207,10 +210,12 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Reading:
 
 
 def render(reading: Reading, max_tokens: int, count: Callable[[str], int]) -> list[str]:
-    """The reading's lines within ``max_tokens``: newer outputs keep more names; the oldest go first.
+    """The reading's lines within ``max_tokens``: every output keeps its best names, newer outputs more of them.
 
-    Names are dropped from the end of each output's list (its lowest-ranked), oldest output first, until
-    the lines fit; an output left with no name is left out.
+    Names are taken in rounds, newest output first, best-ranked first, while they fit: the first round gives
+    every output its best name; each later one gives the newest output ``NEWEST_QUOTA`` more, the next half of
+    that, and every older one at least one. So a large new output cannot crowd out the definitions and hits of
+    an older one. An output with no name taken is left out.
     """
     if max_tokens <= 0 or not reading.sources:
         return []
@@ -220,18 +225,33 @@ def render(reading: Reading, max_tokens: int, count: Callable[[str], int]) -> li
     for s in reversed(sources):
         s.names = [n for n in s.names if n not in later]
         later.update(s.names)
-    cost = [count(_line(s.label, s.names)) + 1 if s.names else 0 for s in sources]
-    total = sum(cost)
-    while total > max_tokens and sources:
-        # keep at most a share of names per source that shrinks with its age; the oldest goes first
-        oldest = next((i for i, s in enumerate(sources) if s.names), None)
-        if oldest is None:
-            break
-        s = sources[oldest]
-        over = total - max_tokens
-        keep = len(s.names) - max(1, int(len(s.names) * min(1.0, over / max(cost[oldest], 1))))
-        s.names = s.names[: max(0, keep)]
-        new = count(_line(s.label, s.names)) + 1 if s.names else 0
-        total += new - cost[oldest]
-        cost[oldest] = new
-    return [_line(s.label, s.names) for s in sources if s.names]
+    order = [i for i in range(len(sources) - 1, -1, -1) if sources[i].names]  # newest first
+    taken = dict.fromkeys(order, 0)
+    picks: list[int] = []  # which source each name was taken for, in the order taken
+    used = 0
+    progress, first = True, True
+    while progress:
+        progress = False
+        for rank, i in enumerate(order):
+            s = sources[i]
+            for _ in range(1 if first else max(1, NEWEST_QUOTA >> rank)):
+                if taken[i] >= len(s.names):
+                    break
+                # the line's frame (label, quotes, newline) is paid with its first name
+                step = count(", " + s.names[taken[i]]) + (count(_line(s.label, [])) + 1 if not taken[i] else 0)
+                if used + step > max_tokens:
+                    break
+                used += step
+                taken[i] += 1
+                picks.append(i)
+                progress = True
+        first = False
+
+    def lines() -> list[str]:
+        return [_line(sources[i].label, sources[i].names[: taken[i]]) for i in sorted(taken) if taken[i]]
+
+    out = lines()
+    while picks and count("\n".join(out)) > max_tokens:  # per-name counts drift from the joined text's count
+        taken[picks.pop()] -= 1
+        out = lines()
+    return out

@@ -188,7 +188,7 @@ class ExtractiveSummarizer:
 
 
 _SECTION_ORDER = ("Earlier summary", "User requests", _ledger.SECTION, _reading.SECTION, "Steps", "Latest state")
-READ_SHARE = 0.35
+READ_SHARE = 0.5
 """Share of a summary's budget that what was read may take (after the ledger, before the steps)."""
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from _replays import Replayed
+from _replays import OURS, Replayed
 from _report import LONG, aggregate
 
 from agno_compression.eval import Trajectory
@@ -52,7 +52,7 @@ def _draw(path: Path, threshold: int, groups: dict[str, dict[str, tuple[float, f
             # labels of points close together are stacked downwards instead of printed over each other
             near = sum(1 for x, y in placed if abs(x - cost) / span[0] < 0.12 and abs(y - grounding) / span[1] < 0.06)
             placed.append((cost, grounding))
-            ours = setting in ("extractive", "mask", "pipeline", "llm")
+            ours = setting in OURS
             color = "#1f6feb" if ours else "#8250df" if setting.endswith(("window", "masking")) else "#6e7781"
             ax.scatter(
                 cost,

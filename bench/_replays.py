@@ -41,10 +41,13 @@ from agno_compression.eval import (
 )
 from agno_compression.tokens import TokenCounter
 
-SETTINGS = ("none", "agno-compress", "agno-compaction", "extractive", "mask", "pipeline", "llm")
+SETTINGS = ("none", "agno-compress", "agno-compaction", "extractive", "extractive-verbatim", "mask", "pipeline", "llm")
 """``none``; agno's ``CompressionManager(compress_token_limit=T)`` and ``Compaction(compact_at_tokens=T)``;
 this package's ``CompressionManager(compress_at_tokens=T, summarizer=...)``."""
-OURS = ("extractive", "mask", "pipeline", "llm")
+OURS = ("extractive", "extractive-verbatim", "mask", "pipeline", "llm")
+VARIANTS: dict[str, dict[str, Any]] = {"extractive-verbatim": {"summarizer": "extractive", "verbatim_ratio": 0.3}}
+"""Settings that are one of ours with other options: ``extractive-verbatim`` trades cost for retention (the
+newest steps that fit in 30% of the budget stay verbatim at each fold)."""
 _COUNTER = TokenCounter("gpt-4o")
 
 
@@ -161,6 +164,9 @@ class Replayed:
     facts_total: int = 0
     max_summary_tokens: int = 0
     floors: list[int] = field(default_factory=list)
+    floor_costs: list[float] = field(default_factory=list)
+    """Cost with caching (0.1×, 0.25×) had every call sent only its floor (system, current user, last tool batch):
+    below it no setting that keeps those verbatim can go (computed for ``none``)."""
     fixed_peak: int = 0
     """Largest system + current user message (+ tool definitions) of any call: what nothing can shrink."""
     errors: int = 0
@@ -248,11 +254,12 @@ def _ours(
         if event.summary and folded:
             meter.pairs.append((list(folded), event.summary))
 
+    options: dict[str, Any] = VARIANTS.get(setting, {"summarizer": setting})
     manager = CompressionManager(
         compress_at_tokens=threshold,
-        summarizer=setting,
         model=summarizer if setting == "llm" else None,
         on_fold=on_fold,
+        **options,
         **({"target_ratio": target_ratio} if target_ratio is not None else {}),
     )
     inner = manager.strategy.summarizer
@@ -306,17 +313,19 @@ def composition(requests: Sequence[Any]) -> dict[str, int]:
     return out
 
 
-def floors(requests: Sequence[Any]) -> tuple[list[int], int]:
+def floors(requests: Sequence[Any]) -> tuple[list[int], int, list[float]]:
     """Per model call, tokens of system + current user + last tool batch only (plus the tool definitions);
-    and the largest system + current user (+ tool definitions) of any call."""
+    the largest system + current user (+ tool definitions) of any call; and what those floors cost with caching."""
     out = []
+    views = []
     fixed = 0
     for r in requests:
         plan = plan_fold(r.messages)
-        out.append(_COUNTER.count_prompt(plan.view(), r.tools))
+        views.append(plan.view())
+        out.append(_COUNTER.count_prompt(views[-1], r.tools))
         users = [plan.current] if plan.current is not None else []
         fixed = max(fixed, _COUNTER.count_prompt([*plan.system, *users], r.tools))
-    return out, fixed
+    return out, fixed, cached_costs(list(zip(views, out, strict=True)), _COUNTER)
 
 
 def measured(
@@ -419,7 +428,7 @@ def replay_one(
     requests = model.requests
     if not analyse:
         meter.pairs = []
-    floor_counts, fixed = floors(requests) if setting == "none" and analyse else ([], 0)
+    floor_counts, fixed, floor_costs = floors(requests) if setting == "none" and analyse else ([], 0, [])
     if manager is not None:  # one summary written per fold (two for the extractive one when it covers both spans)
         meter.summarizer_calls = (
             manager.stats.get("summarizer_calls", 0) if setting != "llm" else len(getattr(summarizer, "requests", []))
@@ -441,6 +450,7 @@ def replay_one(
         summarizer_calls=meter.summarizer_calls,
         summarizer_prompt_tokens=sum(r.prompt_tokens for r in getattr(summarizer, "requests", [])),
         floors=floor_counts,
+        floor_costs=floor_costs,
         fixed_peak=fixed,
         errors=errors,
         cpu=cpu,

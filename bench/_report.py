@@ -64,6 +64,7 @@ class Agg:
     cumulative_floor: int = 0
     costs: list[float] = field(default_factory=lambda: [0.0, 0.0])
     costs_none: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    costs_floor: list[float] = field(default_factory=lambda: [0.0, 0.0])
     acted_kept: int = 0
     acted_total: int = 0
     grounded: int = 0
@@ -105,6 +106,7 @@ class Agg:
         for i in range(min(len(row.costs), len(base.costs), 2)):
             self.costs[i] += row.costs[i]
             self.costs_none[i] += base.costs[i]
+            self.costs_floor[i] += base.floor_costs[i] if len(base.floor_costs) > i else 0.0
         acted_kept, acted_total = acted_retained(base.acted, base.final_text, row.final_text)
         self.acted_kept += acted_kept
         self.acted_total += acted_total
@@ -140,6 +142,10 @@ class Agg:
 
     def cost_ratio(self, i: int) -> float | None:
         return self.costs[i] / self.costs_none[i] if self.costs_none[i] else None
+
+    def floor_cost_ratio(self, i: int) -> float | None:
+        """What sending only each call's floor would cost, ÷ none: no setting that keeps it verbatim costs less."""
+        return self.costs_floor[i] / self.costs_none[i] if self.costs_none[i] and self.costs_floor[i] else None
 
     @property
     def acted_retention(self) -> float | None:
@@ -606,6 +612,34 @@ def _goals(
                 )
             if parts:
                 lines.append(f"- Fold quality and cost ({s}, {label}): {status(ok)} — {'; '.join(parts)}.")
+    # 2b. what the next step needs: grounding and acted-on facts at a cost with caching, every run under T
+    needs = {8_000: 0.90, 16_000: 0.95}
+    for s in [x for x in ("extractive", "pipeline", "llm") if x in ours]:
+        for label, keep in (("recorded runs", real), ("long sessions", long)):
+            parts, ok = [], True
+            for th in [t for t in thresholds if t in needs]:
+                a = aggregate(rows, baseline, th, s, keep)
+                if not a.runs:
+                    continue
+                cost, floor = a.cost_ratio(0), a.floor_cost_ratio(0)
+                unreachable = len(a.impossible)
+                ok = (
+                    ok
+                    and (a.grounding or 0.0) >= needs[th]
+                    and (a.acted_retention or 0.0) >= 0.95
+                    and (cost or 1.0) <= 0.45
+                    and a.kept + unreachable == a.runs
+                    and a.violations == 0
+                )
+                parts.append(
+                    f"{th // 1000}k: grounding {_fmt(a.grounding)} (≥ {needs[th]}), acted-on facts "
+                    f"{_fmt(a.acted_retention)} (≥ 0.95), cost cached 0.1× {_fmt(cost)} (≤ 0.45; the floor alone "
+                    f"costs {_fmt(floor)}), {a.kept}/{a.runs} runs ≤ T"
+                    + (f" ({unreachable} whose system prompt and task alone are over T)" if unreachable else "")
+                    + f", {a.violations} violations"
+                )
+            if parts:
+                lines.append(f"- What the next step needs ({s}, {label}): {status(ok)} — {'; '.join(parts)}.")
     # 3. summarizer calls = folds, folds ≤ one per ~5 calls on long runs
     long_runs = {t.name for t in recordings if t.name in every and baseline[t.name].messages >= LONG_RUN_MESSAGES}
     for s in ours:

@@ -120,6 +120,15 @@ def test_newer_outputs_keep_their_names_when_the_budget_is_short() -> None:
     assert any("new_name_1" in line and "new_name_2" in line for line in lines)
 
 
+def test_a_large_newer_output_does_not_crowd_out_an_older_outputs_definitions() -> None:
+    older = _step("c1", "view", {"path": "src/auth.py"}, SOURCE)
+    newer = _step("c2", "grep", {"query": "token"}, " ".join(f"src/mod_{i}/file_{i}.py" for i in range(300)))
+    lines = _reading.render(_reading.build([*older, *newer]), 120, COUNT)
+    assert COUNT("\n".join(lines)) <= 120
+    assert any("src/auth.py" in line and "TOKEN_TTL l.2" in line for line in lines), lines
+    assert any("src/mod_0/file_0.py" in line for line in lines), "the newest output keeps the most"
+
+
 def test_lines_are_cut_between_words() -> None:
     assert one_line("see the working state of everything", 20) == "see the working…"
     assert one_line("/repo/src/module/foo_bar.py and more", 20) == "/repo/src/module/…"
