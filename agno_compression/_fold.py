@@ -16,7 +16,17 @@ from agno.models.message import Message
 
 from ._archive import SEARCH_HINT
 from ._messages import calls_by_id
-from ._plan import HISTORY, PROGRESS, FoldPlan, find_current_user, make_summary_message, plan_fold, recent_start
+from ._plan import (
+    HISTORY,
+    PROGRESS,
+    SYSTEM_ROLES,
+    FoldPlan,
+    find_current_user,
+    is_summary,
+    make_summary_message,
+    plan_fold,
+    recent_start,
+)
 from ._records import FoldEvent, FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
@@ -85,6 +95,15 @@ class Folder:
         """The prompt size a fold aims for."""
         return int(self.config.compress_at_tokens * self.config.target_ratio)
 
+    def budget(self, state: RunState) -> int:
+        """This run's budget: ``compress_at_tokens``, or less after the provider rejected a prompt as too long."""
+        limit = self.config.compress_at_tokens
+        return min(limit, state.limit) if state.limit is not None else limit
+
+    def target(self, state: RunState) -> int:
+        """The prompt size a fold of this run aims for."""
+        return int(self.budget(state) * self.config.target_ratio)
+
     def count(self, state: RunState, messages: Sequence[Message]) -> int:
         """Prompt tokens of ``messages`` with the run's tool definitions."""
         return self.config.counter_for(state.model).count_prompt(messages, state.tools)
@@ -100,7 +119,7 @@ class Folder:
         cfg = self.config
         if cfg.verbatim_ratio <= 0 or not plan.has_work:
             return plan
-        limit = cfg.compress_at_tokens if limit is None else limit
+        limit = self.budget(state) if limit is None else limit
         # the window never pushes the folded prompt over the budget: the floor and a full summary come first
         room = limit - self.count(state, plan.view()) - cfg.max_summary_tokens
         budget = min(int(limit * cfg.verbatim_ratio), room)
@@ -117,11 +136,11 @@ class Folder:
         state.calls += 1
         self._calibrate(state, messages)
         state.prompt_tokens = state.sent_tokens = self.count(state, messages)
-        limit = self.config.compress_at_tokens
+        limit = self.budget(state)
         if state.stuck_at is not None:
             # The last fold could not reach the budget: folding one more batch each call would loop. Fold again
             # only once the span that can be folded has grown by the target gap.
-            if state.prompt_tokens - state.stuck_at < limit - self.target_tokens:
+            if state.prompt_tokens - state.stuck_at < limit - self.target(state):
                 return False
             state.stuck_at = None
         return state.prompt_tokens > limit or self._pays_to_fold(state)
@@ -147,7 +166,7 @@ class Folder:
         if (
             cfg.payback_calls is None
             or cfg.strategy.summarizer is None
-            or state.prompt_tokens < self.target_tokens
+            or state.prompt_tokens < self.target(state)
             or state.calls - state.folded_at < EARLY_FOLD_GAP
         ):
             return False
@@ -172,17 +191,33 @@ class Folder:
 
     # --- folding ------------------------------------------------------------------------------------
 
-    def compress(self, state: RunState, run_metrics: RunMetrics | None) -> FoldSteps:
-        """Mask, or summarize, the foldable span of the live list and rewrite it."""
+    def compress(self, state: RunState, run_metrics: RunMetrics | None, fallback: Summarizer) -> FoldSteps:
+        """Mask, or summarize, the foldable span of the live list and rewrite it.
+
+        Masking alone (``summarizer="mask"``) that cannot bring the prompt under the budget falls back to
+        ``fallback`` (the extractive summary) for this fold, with a warning once per run: no strategy sends a
+        call over the budget while something can still be folded or shortened.
+        """
         plan = self.plan(state)
         if self._mask_enough(state, plan):
             return
-        summarizer = self.config.strategy.summarizer
+        summarizer, tag = self.config.strategy.summarizer, ""
+        if summarizer is None:
+            summarizer, tag = fallback, "mask->"
+            if not state.mask_fell_back:
+                state.mask_fell_back = True
+                log.warning(
+                    "agno-compression: masking alone leaves the prompt at %d tokens, over the budget (%d): "
+                    "folding with the %s summary instead",
+                    state.sent_tokens,
+                    self.budget(state),
+                    fallback.name,
+                )
         summaries: dict[str, Summary] = {}
-        if summarizer is not None and plan.has_work:
-            for kind, request in self._requests(state, plan):
+        if plan.has_work:
+            for kind, request in self._requests(state, plan, summarizer=summarizer):
                 summaries[kind] = yield summarizer, request
-        self._apply(state, plan, summaries, run_metrics)
+        self._apply(state, plan, summaries, run_metrics, tag=tag)
 
     def recover(
         self, state: RunState, attempt: int, run_metrics: Any, fallback: Summarizer
@@ -190,7 +225,7 @@ class Folder:
         """Fold harder after the provider rejected the prompt as too long; True when the prompt got smaller."""
         now = state.prompt_tokens = self.count(state, state.live)
         # the provider's real limit is below what we counted: aim lower with every attempt
-        limit = max(256, int(min(now, self.config.compress_at_tokens) * 0.6**attempt))
+        limit = max(256, int(min(now, self.budget(state)) * 0.6**attempt))
         target = int(limit * self.config.target_ratio)
         plan = self.plan(state, limit)
         # masking alone cannot answer an overflow: the extractive summary does then
@@ -202,16 +237,23 @@ class Folder:
         self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
         after = state.sent_tokens  # _apply counted the rewritten list
         self.stats.add("overflow_retries")
+        # the model's real window is below the budget: the rest of this run folds at the lower budget, so later
+        # calls do not overflow once each before their retry
+        state.limit = limit
         log.warning(
-            "agno-compression: the provider rejected the prompt as too long; folded %d -> %d tokens, retry %d",
+            "agno-compression: the provider rejected the prompt as too long; folded %d -> %d tokens, retry %d; "
+            "this run's budget is now %d tokens (compress_at_tokens=%d)",
             now,
             after,
             attempt,
+            limit,
+            self.config.compress_at_tokens,
         )
         return after < now
 
     def _mask_enough(self, state: RunState, plan: FoldPlan) -> bool:
-        """Mask old tool outputs in place; True when that alone brought the prompt under target."""
+        """Mask old tool outputs in place; True when that alone is enough (under the target, or under the budget
+        when masking is the whole strategy)."""
         strategy = self.config.strategy
         if not strategy.mask:
             return False
@@ -222,24 +264,21 @@ class Folder:
                 m.compressed_content = mask_placeholder(m, calls)
                 masked.append(m.id)
         after = state.sent_tokens = self.count(state, state.live)
-        goal = self.target_tokens if strategy.summarizer is not None else self.config.compress_at_tokens
+        goal = self.target(state) if strategy.summarizer is not None else self.budget(state)
         if masked and (after <= goal or strategy.summarizer is None):
             self._record(state, FoldEvent("mask", [], masked, [], None, state.prompt_tokens, after), [])
-            return True
         if strategy.summarizer is None:
-            if not masked:
-                log.debug("agno-compression: nothing left to mask")
-            return True
-        return False
+            return after <= goal  # still over the budget: compress() folds with the fallback summary
+        return bool(masked) and after <= goal
 
     def _summary_budget(self, state: RunState, plan: FoldPlan, target: int | None = None) -> int:
         cfg = self.config
         counter = cfg.counter_for(state.model)
         kept_tokens = self.count(state, plan.unchanged_view())
-        goal = self.target_tokens if target is None else target
+        goal = self.target(state) if target is None else target
         # Aim for the target, but do not starve the summary while there is room for one more batch like the
         # last one and then some: half of what is left after that goes to the summary.
-        limit = cfg.compress_at_tokens if target is None else int(target / cfg.target_ratio)
+        limit = self.budget(state) if target is None else int(target / cfg.target_ratio)
         batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
         if kept_tokens > limit:  # the kept outputs get shortened down to the goal (_shorten_kept): plan for that
             kept_tokens, batch = goal, min(batch, goal)
@@ -315,7 +354,7 @@ class Folder:
                 account(summary.response, summary.model, run_metrics)
         shortened = self._shorten_kept(state, plan, *(limits or ()))
         after = state.sent_tokens = self.count(state, messages)
-        state.stuck_at = after if after > (limits[0] if limits else self.config.compress_at_tokens) else None
+        state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
         if not summaries and not shortened:
             return
         written = summaries.get(PROGRESS) or summaries.get(HISTORY)
@@ -340,8 +379,8 @@ class Folder:
         self, state: RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
     ) -> list[str]:
         """Shorten the largest kept tool outputs (in context only) until the prompt fits the budget."""
-        limit = self.config.compress_at_tokens if limit is None else limit
-        target = self.target_tokens if target is None else target
+        limit = self.budget(state) if limit is None else limit
+        target = self.target(state) if target is None else target
         counter = self.config.counter_for(state.model)
         total = self.count(state, state.live)
         if total <= limit:
@@ -366,11 +405,29 @@ class Folder:
             shortened.append(m.id)
         if total > limit:
             log.warning(
-                "agno-compression: prompt still %d tokens after folding (budget %d): the kept messages alone exceed it",
+                "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
                 total,
                 limit,
+                self._parts(state),
             )
         return shortened
+
+    def _parts(self, state: RunState) -> str:
+        """What the live list is made of, largest first: which part keeps a prompt over its budget."""
+        counter = self.config.counter_for(state.model)
+        live = state.live
+        system = [m for m in live if m.role in SYSTEM_ROLES]
+        summaries = [m for m in live if is_summary(m)]
+        current = [m for m in live if m is state.current]
+        apart = {id(m) for m in (*system, *summaries, *current)}
+        rest = [m for m in live if id(m) not in apart]
+        sizes = {
+            "system messages and tool definitions": self.count(state, system),
+            "summaries": counter.count_messages(summaries) if summaries else 0,
+            "the current user message": counter.count_messages(current) if current else 0,
+            "the kept steps": counter.count_messages(rest) if rest else 0,
+        }
+        return ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size)
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = state.calls

@@ -5,8 +5,9 @@ files read / edited / created (paths from tool-call arguments and the agent's ow
 agent wrote them), commands and tests run with their outcome (exit code, pass/fail counts),
 errors with where they occurred, ids and URLs the agent used, and its open items. Rendered as
 ``- key: value`` lines under ``## Working state`` so the next fold can parse and extend it.
-Acted-on facts are never trimmed; only the command list is condensed (oldest first) when a
-summary has to shrink.
+When a summary has to shrink, the command list is condensed first (oldest first); files, tests and
+the other lists give up their least recently used entries last, and say how many went, so a summary of
+a session of any length stays within its budget.
 """
 
 from __future__ import annotations
@@ -177,14 +178,31 @@ class Ledger:
     """Command (one line) -> [times run, last outcome]."""
     earlier: dict[str, int] = field(default_factory=dict)
     """Commands condensed away by earlier folds: first word -> times run."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Entries of a list condensed away by this or an earlier fold: key -> how many."""
 
     def add(self, key: str, items: Iterable[str]) -> None:
+        """Append new ``items`` to ``key``'s list; one used again moves to the end (most recent last), except
+        an error, which stays where it first happened."""
         bucket = self.values.setdefault(key, [])
         known = set(bucket)
         for item in items:
-            if item and item not in known:
-                bucket.append(item)
-                known.add(item)
+            if not item:
+                continue
+            if item in known:
+                if key != "errors" and bucket[-1] != item:
+                    bucket.remove(item)
+                    bucket.append(item)
+                continue
+            bucket.append(item)
+            known.add(item)
+
+    def condense(self, key: str, keep: int) -> None:
+        """Keep the ``keep`` most recent entries of ``key``'s list; count the others."""
+        bucket = self.values.get(key, [])
+        if len(bucket) > keep:
+            self.dropped[key] = self.dropped.get(key, 0) + len(bucket) - keep
+            self.values[key] = bucket[len(bucket) - keep :]
 
     def ran(self, command: str, outcome: str) -> None:
         entry = self.commands.pop(command, ["0", ""])  # re-inserted: newest last
@@ -192,9 +210,12 @@ class Ledger:
         entry[1] = outcome or entry[1]
         self.commands[command] = entry
 
+    def _key(self, key: str) -> str:
+        return f"{key} ({self.dropped[key]} earlier)" if self.dropped.get(key) else key
+
     def lines(self, max_commands: int | None = None) -> list[str]:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
-        out = [f"- {k}: {', '.join(self.values[k])}" for k in KEYS if self.values.get(k)]
+        out = [f"- {self._key(k)}: {', '.join(self.values[k])}" for k in KEYS if self.values.get(k)]
         commands = list(self.commands.items())
         verbs = dict(self.earlier)
         if max_commands is not None and len(commands) > max_commands:
@@ -223,6 +244,10 @@ class Ledger:
                 ledger.commands[ran.group(1)] = [ran.group(2) or "1", ran.group(3) or ""]
                 continue
             key, sep, values = body.partition(": ")
+            counted = re.fullmatch(r"(.+) \((\d+) earlier\)", key)
+            if counted and counted.group(1) in KEYS:
+                key = counted.group(1)
+                ledger.dropped[key] = ledger.dropped.get(key, 0) + int(counted.group(2))
             if sep and key == "earlier commands":
                 for item in values.split(", "):
                     verb, _, times = item.rpartition(" ×")
@@ -354,11 +379,27 @@ def _dedupe_errors(ledger: Ledger) -> None:
     ledger.values["errors"] = kept
 
 
-def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list[str]:
-    """The ledger's lines within ``max_tokens`` if it can be done by condensing commands and dropping ids.
+CONDENSE_ORDER = (
+    "open items",
+    "urls",
+    "ids",
+    "exception names seen",
+    "paths used",
+    "errors",
+    "read",
+    "tests",
+    "created",
+    "edited",
+)
+"""The order in which lists give up their least recently used entries when nothing else is left to condense."""
 
-    Files, tests and error names are never dropped; commands are condensed oldest first, then
-    where-information of errors, ids and urls go; the rest stays even over budget.
+
+def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """The ledger's lines within ``max_tokens``.
+
+    Commands are condensed oldest first, then the where-information of errors goes and only the newest
+    errors and names seen stay; then ids, urls and open items shrink; last, every list keeps only its most
+    recently used entries (files edited and created last of all), and says how many went.
     """
     lines = ledger.lines()
     if count("\n".join(lines)) <= max_tokens:
@@ -368,14 +409,17 @@ def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list
         if count("\n".join(lines)) <= max_tokens:
             return lines
     ledger.values["errors"] = [e.split(" (", 1)[0] for e in ledger.values.get("errors", [])]
-    errors = ledger.values["errors"]
-    if len(errors) > MAX_ERRORS:  # the newest stay; how many went is said once
-        ledger.values["errors"] = [f"{len(errors) - MAX_ERRORS} earlier errors", *errors[-MAX_ERRORS:]]
-    seen = ledger.values.get("exception names seen", [])
-    ledger.values["exception names seen"] = seen[-MAX_NAMES_SEEN:]
+    ledger.condense("errors", MAX_ERRORS)  # the newest stay; how many went is said once
+    ledger.condense("exception names seen", MAX_NAMES_SEEN)
     for key in ("open items", "urls", "ids"):
         lines = ledger.lines(max_commands=3)
         if count("\n".join(lines)) <= max_tokens:
             return lines
-        ledger.values[key] = ledger.values.get(key, [])[-3:]
-    return ledger.lines(max_commands=3)
+        ledger.condense(key, 3)
+    for keep in (24, 12, 6, 3, 1):  # a long-lived session: the least recently used entries go, counted
+        for key in CONDENSE_ORDER:
+            lines = ledger.lines(max_commands=3)
+            if count("\n".join(lines)) <= max_tokens:
+                return lines
+            ledger.condense(key, keep)
+    return ledger.lines(max_commands=1)

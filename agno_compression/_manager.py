@@ -333,13 +333,13 @@ class CompressionManager(AgnoCompressionManager):
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         state = self._runs.state(messages)
         self._reveal_search_tool(state)  # the summary about to be written points to it
-        drive(self._folder.compress(state, run_metrics), self._summarize)
+        drive(self._folder.compress(state, run_metrics, self._runner.fallback), self._summarize)
 
     @degrades("fold failed, the model call goes ahead unfolded", None)
     async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         state = self._runs.state(messages)
         self._reveal_search_tool(state)
-        await adrive(self._folder.compress(state, run_metrics), self._asummarize)
+        await adrive(self._folder.compress(state, run_metrics, self._runner.fallback), self._asummarize)
 
     @degrades("could not fold after a context overflow", False)
     def recover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:

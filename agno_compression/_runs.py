@@ -71,6 +71,10 @@ class RunState:
     calibrated_on: str | None = None
     stuck_at: int | None = None
     """Prompt tokens after a fold that could not get under the budget (the kept messages alone exceed it)."""
+    limit: int | None = None
+    """This run's budget after the provider rejected a prompt as too long (below ``compress_at_tokens``)."""
+    mask_fell_back: bool = False
+    """Masking alone could not bring a prompt of this run under the budget (warned once)."""
     policed: set[int] = field(default_factory=set)
     """``id()`` of tool messages the observation policy has already seen."""
     policy_usage: list[tuple[Any, Any]] = field(default_factory=list)

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_ledger",
                 "_reading",
                 "_summarizers",
+                "_summary_text",
                 "_observations",
                 "_truncate",
             }

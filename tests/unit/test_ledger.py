@@ -120,3 +120,39 @@ def test_five_hundred_long_error_names_keep_the_summary_within_its_budget_and_qu
             assert text[found.start() - 1] in '`," ' and ('"' in line or "`" in text[found.start() - 1]), line[:80]
     again = _summarizers.SummaryRequest(messages=[], previous=text, max_tokens=1500, count_tokens=_COUNT)
     assert _COUNT(_summarizers.ExtractiveSummarizer().summarize(again).text) <= 1500
+
+
+def _edits(paths: list[str]) -> list[Message]:
+    out: list[Message] = []
+    for i, path in enumerate(paths):
+        args = f'{{"command": "str_replace", "path": "{path}"}}'
+        call = {"id": f"e{i}", "type": "function", "function": {"name": "editor", "arguments": args}}
+        out += [Message(role="assistant", tool_calls=[call]), Message(role="tool", tool_call_id=f"e{i}", content="ok")]
+    return out
+
+
+def test_a_ledger_of_hundreds_of_files_fits_its_budget_keeping_the_most_recently_used() -> None:
+    ledger = _ledger.build(_edits([f"src/pkg_{i}/module_{i}.py" for i in range(400)] + ["src/pkg_3/module_3.py"]))
+    lines = _ledger.render(ledger, 300, _COUNT)
+    text = "\n".join(lines)
+    assert _COUNT(text) <= 300
+    assert "src/pkg_3/module_3.py" in text and "src/pkg_399/module_399.py" in text, "used last, kept"
+    assert "src/pkg_0/module_0.py" not in text
+    again = _ledger.Ledger.parse("## Working state\n" + text)
+    assert again.dropped["edited"] == 400 - len(again.values["edited"]), "the count reads back"
+
+
+def test_a_summary_of_hundreds_of_requests_keeps_the_first_and_the_newest() -> None:
+    summary = None
+    for turn in range(300):
+        request = _summarizers.SummaryRequest(
+            messages=[Message(role="user", content=f"Task {turn}: reconcile ledger L-{turn} for region R{turn % 9}.")],
+            previous=summary,
+            max_tokens=600,
+            count_tokens=_COUNT,
+        )
+        summary = _summarizers.ExtractiveSummarizer().summarize(request).text
+    assert summary is not None and _COUNT(summary) <= 600
+    assert "Task 0:" in summary and "Task 299:" in summary
+    found = re.search(r"\((\d+) earlier requests not listed\)", summary)
+    assert found and int(found.group(1)) + summary.count("- Task ") == 300

@@ -1,0 +1,118 @@
+"""No strategy sends a call over the budget while something can still be folded or shortened, and a model whose
+real window is below the budget overflows once per run, not once per call."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from agno.exceptions import ContextWindowExceededError
+from agno.models.message import Message
+
+from agno_compression import CompressionManager
+from agno_compression.testing import RUN_MODES, Reply, ScriptedModel, ScriptInfo, ToolCall, run_agent, scripted_agent
+
+HUGE = 2_000_000  # characters of one tool output (half a million tokens)
+
+
+def dump_table(name: str) -> str:
+    """Dump a whole table."""
+    return "\n".join(f"{name} row {i}: id={i} amount={i * 17 % 1000} status=ok" for i in range(HUGE // 45))
+
+
+def read_chunk(index: int) -> str:
+    """Read one chunk of a log."""
+    return "\n".join(f"[{index:03d}:{i:02d}] job {index}.{i} finished ok in {i * 7 % 90} ms" for i in range(12))
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_mask_shortens_a_giant_output_that_masking_cannot_free(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("dump_table", {"name": "orders"})])
+        return Reply(text="The table is dumped.")
+
+    manager = CompressionManager(compress_at_tokens=4_000, summarizer="mask")
+    agent, model = scripted_agent(script, dump_table, manager=manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        run_agent(agent, "Dump the orders table.", mode)
+    assert [r.prompt_tokens <= 4_000 for r in model.requests] == [True, True], [r.prompt_tokens for r in model.requests]
+    assert manager.stats["shortened"] + manager.stats["folds"] >= 1
+    assert any("over the budget" in r.message for r in caplog.records), [r.message for r in caplog.records]
+
+
+def test_mask_falls_back_to_a_summary_when_placeholders_and_turns_outgrow_the_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    steps = 90
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < steps:
+            note = f"Chunk {info.call_index} looks fine; the timings are within the usual range for this job. " * 3
+            return Reply(text=note, tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
+        return Reply(text="All chunks read.")
+
+    manager = CompressionManager(compress_at_tokens=4_000, summarizer="mask")
+    agent, model = scripted_agent(script, read_chunk, manager=manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        agent.run("Read every chunk of the log.")
+    sizes = [r.prompt_tokens for r in model.requests]
+    assert len(sizes) == steps + 1 and max(sizes) <= 4_000, f"{sum(s > 4_000 for s in sizes)} calls over"
+    assert manager.stats["masks"] >= 1 and manager.stats["folds"] >= 1
+    assert any(e.strategy == "mask->extractive" for e in manager.events)
+    warned = [r for r in caplog.records if "masking alone" in r.message]
+    assert len(warned) == 1, "warned once per run"
+
+
+class SmallWindowModel(ScriptedModel):
+    """A scripted model whose provider rejects any prompt over ``window`` tokens, as a real one would."""
+
+    window: int = 3_000
+    rejected: int = 0
+
+    def _reply(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[Reply, int]:
+        size = self.counter.count_prompt(messages, tools)
+        if size > self.window:
+            self.rejected += 1
+            raise ContextWindowExceededError(f"prompt of {size} tokens exceeds the context window of {self.window}")
+        return super()._reply(messages, tools)
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_after_one_overflow_the_run_folds_below_the_models_real_window(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    steps = 30
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < steps:
+            return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
+        return Reply(text="Done.")
+
+    model = SmallWindowModel(script=script)
+    manager = CompressionManager(compress_at_tokens=16_000)
+    agent, _ = scripted_agent(script, read_chunk, manager=manager)
+    agent.model = model
+    manager.attach(agent)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        run_agent(agent, "Read the log chunk by chunk.", mode)
+    assert len(model.requests) == steps + 1, "the run completed"
+    assert model.rejected == 1, f"{model.rejected} overflows: only the first call over the real window may overflow"
+    assert any("this run's budget is now" in r.message for r in caplog.records)
+
+
+def test_the_warning_names_the_part_that_keeps_a_prompt_over_its_budget(caplog: pytest.LogCaptureFixture) -> None:
+    task = "Summarise this requirement list. " + " ".join(f"requirement_{i} must hold." for i in range(900))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < 3:
+            return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
+        return Reply(text="Done.")
+
+    manager = CompressionManager(compress_at_tokens=2_000)
+    agent, _ = scripted_agent(script, read_chunk, manager=manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        agent.run(task)
+    over = [r.message for r in caplog.records if "after folding" in r.message]
+    assert over and "the current user message" in over[0].split("holds", 1)[1].split(",")[0], over
