@@ -303,9 +303,18 @@ class Folder:
         def text(message: Message | None) -> str | None:
             return message.get_content_string() if message is not None else None
 
+        # past its budget a summary may grow up to max_summary_tokens rather than drop a file or test it acted on
+        hint = counter.count_text(SEARCH_HINT) + 1 if self.config.search_tool else 0
+        cap = self.config.max_summary_tokens - hint
+
         def request(messages: Sequence[Message], previous: str | None, kind: str, tokens: int) -> SummaryRequest:
             return SummaryRequest(
-                messages=messages, previous=previous, max_tokens=tokens, count_tokens=counter.count_text, kind=kind
+                messages=messages,
+                previous=previous,
+                max_tokens=tokens,
+                count_tokens=counter.count_text,
+                kind=kind,
+                cap_tokens=max(tokens, cap),
             )
 
         if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):

@@ -36,6 +36,9 @@ _RAISED = re.compile(
 )
 MAX_NAMES_SEEN = 40
 """Exception names merely seen in outputs that a summary keeps when it must shrink (the newest)."""
+MAX_VERBS = 10
+"""Verbs the ``earlier commands`` line names (the most run); the others are added up under ``OTHER_VERBS``."""
+OTHER_VERBS = "other commands"
 MAX_ERRORS = 12
 """Error entries a summary keeps when it must shrink (the newest); the rest are counted."""
 _EXIT = re.compile(r"(?:exit(?:ed)?(?: with)?(?: code| status)?|return ?code|returncode)[\s:=]+(-?\d+)", re.I)
@@ -224,6 +227,10 @@ class Ledger:
                 verb = cmd.split()[0] if cmd.split() else cmd
                 verbs[verb] = verbs.get(verb, 0) + int(times)
             commands = commands[len(older) :]
+        if len(verbs) > MAX_VERBS:  # the most run stay by name, the rest are added up
+            ranked = sorted(verbs.items(), key=lambda vn: -vn[1])
+            verbs = dict(ranked[: MAX_VERBS - 1])
+            verbs[OTHER_VERBS] = verbs.get(OTHER_VERBS, 0) + sum(n for _, n in ranked[MAX_VERBS - 1 :])
         if verbs:
             out.append(f"- earlier commands: {', '.join(f'{v} ×{n}' for v, n in verbs.items())}")
         for cmd, (times, outcome) in commands:
@@ -394,12 +401,13 @@ CONDENSE_ORDER = (
 """The order in which lists give up their least recently used entries when nothing else is left to condense."""
 
 
-def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list[str]:
-    """The ledger's lines within ``max_tokens``.
+def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int], cap: int | None = None) -> list[str]:
+    """The ledger's lines within ``max_tokens``, or over it up to ``cap`` rather than lose a file or a test.
 
     Commands are condensed oldest first, then the where-information of errors goes and only the newest
-    errors and names seen stay; then ids, urls and open items shrink; last, every list keeps only its most
-    recently used entries (files edited and created last of all), and says how many went.
+    errors and names seen stay; then ids, urls and open items shrink. Only when the lines are still over
+    ``cap`` (default ``max_tokens``; a session of hundreds of runs) does every list keep just its most
+    recently used entries (files edited and created last of all), saying how many went.
     """
     lines = ledger.lines()
     if count("\n".join(lines)) <= max_tokens:
@@ -416,10 +424,11 @@ def render(ledger: Ledger, max_tokens: int, count: Callable[[str], int]) -> list
         if count("\n".join(lines)) <= max_tokens:
             return lines
         ledger.condense(key, 3)
+    limit = max(max_tokens, cap or 0)
     for keep in (24, 12, 6, 3, 1):  # a long-lived session: the least recently used entries go, counted
         for key in CONDENSE_ORDER:
             lines = ledger.lines(max_commands=3)
-            if count("\n".join(lines)) <= max_tokens:
+            if count("\n".join(lines)) <= limit:
                 return lines
             ledger.condense(key, keep)
     return ledger.lines(max_commands=1)

@@ -53,6 +53,9 @@ class SummaryRequest:
     """Counts tokens the way the budget is measured."""
     kind: str = HISTORY
     """``"history"``: the span before the current user message; ``"progress"``: this run's steps after it."""
+    cap_tokens: int | None = None
+    """How far past ``max_tokens`` a summary may go rather than drop a file or a test it acted on (the manager
+    passes ``max_summary_tokens``); ``None``: ``max_tokens`` is the cap too."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,7 @@ class ExtractiveSummarizer:
             earlier=sections.get("Earlier summary", []),
             max_tokens=request.max_tokens,
             count=request.count_tokens,
+            cap_tokens=request.cap_tokens,
         )
         return Summary(text=text, strategy=self.name)
 
@@ -239,7 +243,8 @@ class LLMSummarizer:
             raise SummarizerError(f"model {self._model().id!r} returned an empty summary")
         # The model may forget a file or an error; the deterministic ledger cannot.
         ledger = _ledger.build(request.messages, request.previous)
-        lines = _ledger.render(ledger, max(50, request.max_tokens // 2), request.count_tokens)
+        cap = max(request.max_tokens, request.cap_tokens or 0) - request.max_tokens // 2
+        lines = _ledger.render(ledger, max(50, request.max_tokens // 2), request.count_tokens, cap=cap)
         header = HEADERS.get(request.kind, SUMMARY_HEADER)
         block = f"\n## {_ledger.SECTION}\n" + "\n".join(lines) if lines else ""
         # what was read, exactly: the names and values a model summary tends to paraphrase away

@@ -113,17 +113,21 @@ def fit(
     earlier: list[str],
     max_tokens: int,
     count: Callable[[str], int],
+    cap_tokens: int | None = None,
 ) -> str:
-    """Render within ``max_tokens``: the ledger first (never trimmed of acted-on facts), then what was read (at
-    most ``READ_SHARE`` of the budget), then the newest steps.
+    """Render within ``max_tokens``: the ledger first, then what was read (at most ``READ_SHARE`` of the
+    budget), then the newest steps; the ledger's files and tests may take the text past ``max_tokens`` up to
+    ``cap_tokens`` before any of them is dropped.
 
     Older steps are condensed (consecutive calls of one tool grouped) before any is dropped; dropped steps
-    are counted in one line. Requests and the latest state are cut to shorter lines last.
+    are counted in one line. The user requests keep the first and the newest that fit in ``REQUEST_SHARE``;
+    requests and the latest state are cut to shorter lines last.
     """
     requests = _condense_requests(requests, int(max_tokens * REQUEST_SHARE), count)
     earlier = _cut_lines(earlier, int(max_tokens * REQUEST_SHARE), count)
     ledger_budget = max(50, max_tokens - count(header) - count("\n".join([*requests, *latest, *earlier])) - 20)
-    ledger_lines = _ledger.render(ledger, ledger_budget, count)
+    slack = max(0, (cap_tokens or max_tokens) - max_tokens)
+    ledger_lines = _ledger.render(ledger, ledger_budget, count, cap=ledger_budget + slack)
     left = ledger_budget - count("\n".join(ledger_lines))
     parts: dict[str, list[str]] = {
         "Earlier summary": earlier,
