@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agno.compression.manager import CompressionManager as AgnoCompressionManager
 from agno.models.message import Message
 
-from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function
+from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function, searchable
 from ._checkpoints import guard_checkpoints
 from ._compat import (
     add_client_tool,
@@ -377,7 +377,7 @@ class CompressionManager(AgnoCompressionManager):
                 for m in full_messages(state.context.db, state.context.session_id):
                     pool.setdefault(m.id, m)
             folded |= earlier
-            candidates = [m for m in pool.values() if m.id in folded]
+            candidates = searchable(m for m in pool.values() if m.id in folded)
             hits = search_messages(
                 candidates, query=query, tool_name=tool_name, message_id=message_id, limit=max(1, min(int(limit), 20))
             )
