@@ -8,12 +8,18 @@ checkpoint hook, so the narrowest route is taken: the four ``response`` methods 
 instance* are wrapped, and the ``after_tool_results`` callback agno passes in is wrapped so
 that, while it runs, the live list holds the run's full ledger (every message it ever held);
 the folded view is put back right after. Nothing in agno is patched globally.
+
+The same wrapper keeps a paused run whole. A run that pauses (a tool awaits confirmation, user input
+or external execution) gets no post-hook: agno stores it from the live list as the model loop left
+it, and ``continue_run`` resumes from those stored (or returned) messages. When a response method
+returns on a pause, the manager puts every message of the run back into the live list first
+(``CompressionManager.keep_paused_run``); the continuation folds again from the originals.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 _GUARD = "_agno_compression_checkpoint_guard"
@@ -38,10 +44,45 @@ def _wrapper(model: Any, name: str, manager: Any) -> Callable[..., Any]:
         if callback is not None and isinstance(messages, list):
             kwargs["after_tool_results"] = _full_view_during(callback, messages, manager)
         # Looked up on the class at call time, so a later class change (fix_stream_usage) still applies.
-        return getattr(type(model), name)(model, *args, **kwargs)
+        result = getattr(type(model), name)(model, *args, **kwargs)
+        if not isinstance(messages, list):
+            return result
+        run_response = kwargs.get("run_response")
+        return _THEN[name](result, lambda: manager.keep_paused_run(messages, run_response))
 
     call.__name__ = name
     return call
+
+
+def _then(result: Any, done: Callable[[], None]) -> Any:
+    done()
+    return result
+
+
+async def _athen(pending: Any, done: Callable[[], None]) -> Any:
+    result = await pending
+    done()
+    return result
+
+
+def _then_stream(stream: Iterator[Any], done: Callable[[], None]) -> Iterator[Any]:
+    yield from stream
+    done()
+
+
+async def _athen_stream(stream: AsyncIterator[Any], done: Callable[[], None]) -> AsyncIterator[Any]:
+    async for item in stream:
+        yield item
+    done()
+
+
+_THEN: dict[str, Callable[[Any, Callable[[], None]], Any]] = {
+    "response": _then,
+    "aresponse": _athen,
+    "response_stream": _then_stream,
+    "aresponse_stream": _athen_stream,
+}
+"""What runs ``done`` once the model loop of each response method has finished (returned or exhausted)."""
 
 
 def _full_view_during(callback: Callable[..., Any], live: list[Any], manager: Any) -> Callable[..., Any]:

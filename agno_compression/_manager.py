@@ -217,18 +217,24 @@ class CompressionManager(AgnoCompressionManager):
             add_client_tool(run_context, self._search_tool, SEARCH_TOOL_NAME)
         note_overflow_owner(self, agent)
 
-    def restore_run_messages(self, run_output: Any, run_context: Any = None, session: Any = None) -> None:
+    def restore_run_messages(
+        self, run_output: Any, run_context: Any = None, session: Any = None, agent: Any = None, team: Any = None
+    ) -> None:
         """Post-hook: put every message folded during the run back into ``run_output.messages``.
 
         agno builds the stored run from the live list, which a fold shortened; the ledger has every message
         that list ever held, in order. Model calls of observation policies are added to the run's metrics; the
         session's totals are mirrored into ``session.session_data["agno_compression"]`` before agno saves it.
+        A run continued after a pause (no pre-hook) records its folds here.
         """
         try:
             messages = list(run_output.messages or [])
             state = self._runs.pop(getattr(run_context, "messages", None), messages)
             if state is None:
                 return
+            if state.context is None and self.persist and state.events and run_context is not None:
+                state.context = self._records.owner(run_context, team if team is not None else agent, session)
+                self._records.record_late(state.context, state.events)
             state.observe()
             run_output.messages = state.full_run(messages, memory_only=True)
             metrics = getattr(run_output, "metrics", None)
@@ -237,6 +243,29 @@ class CompressionManager(AgnoCompressionManager):
             self._records.mirror(state.context, session)
         except Exception as exc:  # never break a run
             log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
+
+    def keep_paused_run(self, live: list[Message], run_response: Any) -> None:
+        """After a model loop: if the run paused, put every message it ever held back into ``live``.
+
+        A paused run (a tool awaits confirmation, user input or external execution) gets no post-hook; agno
+        stores it from ``live`` and ``continue_run`` resumes from what it stored, in a new live list. So the
+        paused run is stored whole, its records and policy usage settled as the post-hook would, and the
+        continuation starts from the originals (it folds again when they are over the budget).
+        """
+        try:
+            requirements = getattr(run_response, "requirements", None) or []
+            if all(requirement.is_resolved() for requirement in requirements):
+                return
+            state = self._runs.pop(live, ())
+            if state is None:
+                return
+            state.observe()
+            live[:] = state.full_run(live)
+            for response, model in state.policy_usage:
+                account(response, model, getattr(run_response, "metrics", None))
+            self._records.mirror(state.context, state.context.session if state.context is not None else None)
+        except Exception as exc:  # never break a run: the paused run is then stored as folded
+            log.warning("agno-compression: could not restore folded messages into a paused run: %s", exc)
 
     @contextlib.contextmanager
     def checkpoint_view(self, live: list[Message]) -> Iterator[None]:
