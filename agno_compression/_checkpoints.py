@@ -26,31 +26,39 @@ _GUARD = "_agno_compression_checkpoint_guard"
 _METHODS = ("response", "aresponse", "response_stream", "aresponse_stream")
 
 
-def guard_checkpoints(model: Any, manager: Any) -> Any:
-    """Wrap ``model``'s response methods so checkpoints store the full run (idempotent; returns ``model``)."""
-    if model is None or getattr(model, _GUARD, None) is manager:
+def guard_checkpoints(model: Any) -> Any:
+    """Wrap ``model``'s response methods once (idempotent; returns ``model``).
+
+    Each call is served by the manager agno passes it (``compression_manager=``, the one attached to the agent
+    or team running): a model instance shared by agents with different managers serves each with its own, and
+    a manager replaced by a later ``attach`` no longer acts.
+    """
+    if model is None or getattr(model, _GUARD, False):
         return model
     for name in _METHODS:
         if getattr(type(model), name, None) is not None:
-            setattr(model, name, _wrapper(model, name, manager))
-    setattr(model, _GUARD, manager)
+            setattr(model, name, _wrapper(model, name))
+    setattr(model, _GUARD, True)
     return model
 
 
-def _wrapper(model: Any, name: str, manager: Any) -> Callable[..., Any]:
+def _wrapper(model: Any, name: str) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        callback = kwargs.get("after_tool_results")
-        messages = kwargs.get("messages", args[0] if args else None)
-        if callback is not None and isinstance(messages, list):
-            kwargs["after_tool_results"] = _full_view_during(callback, messages, manager)
         # Looked up on the class at call time, so a later class change (fix_stream_usage) still applies.
-        result = getattr(type(model), name)(model, *args, **kwargs)
-        if not isinstance(messages, list):
-            return result
+        method = getattr(type(model), name)
+        manager: Any = kwargs.get("compression_manager")
+        messages = kwargs.get("messages", args[0] if args else None)
+        if not hasattr(manager, "keep_paused_run") or not isinstance(messages, list):
+            return method(model, *args, **kwargs)  # no manager of ours acts on this run
+        callback = kwargs.get("after_tool_results")
+        if callback is not None:
+            kwargs["after_tool_results"] = _full_view_during(callback, messages, manager)
+        result = method(model, *args, **kwargs)
         run_response = kwargs.get("run_response")
         return _THEN[name](result, lambda: manager.keep_paused_run(messages, run_response))
 
     call.__name__ = name
+    call.__wrapped__ = getattr(type(model), name)  # type: ignore[attr-defined]
     return call
 
 

@@ -30,6 +30,8 @@ from ._compat import (
     compaction_handles_overflow,
     label,
     note_overflow_owner,
+    release,
+    take_withheld,
     walk,
     withhold_tool,
 )
@@ -128,7 +130,6 @@ class CompressionManager(AgnoCompressionManager):
         self._counters: dict[str, TokenCounter] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
         self._search_tool = search_tool_function(self.search_folded)  # offered to each run by prepare_run
-        self._withheld: dict[int, tuple[list[Any], Any]] = {}  # tool lists whose search definition is held back
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -145,6 +146,7 @@ class CompressionManager(AgnoCompressionManager):
         return target
 
     def _wire(self, target: Any) -> None:
+        release(target, self)  # a manager attached before: its hooks go, its model wrappers serve this one
         target.compression_manager = self
         target.compress_tool_results = True
         if target.model is not None:
@@ -154,11 +156,13 @@ class CompressionManager(AgnoCompressionManager):
                     "'prompt too long' there; agno-compression only folds before model calls",
                     label(target),
                 )
-            else:
-                guard_overflow(target.model, self, self.overflow_retries)
-            guard_checkpoints(target.model, self)
-            if self.search_tool:  # no fold, no cost: the search tool's definition is sent from the first fold on
-                withhold_tool(target.model, self, SEARCH_TOOL_NAME)
+                note_overflow_owner(self, target)  # also for a first run that is a continue_run (no pre-hook)
+            # One layer per model instance, whatever is attached; each call is served by its own run's manager
+            # (overflow_retries=0 and agents whose Compaction answers overflow pass errors through).
+            guard_overflow(target.model, self)
+            guard_checkpoints(target.model)
+            # no fold, no cost: the search tool's definition is sent from the first fold on
+            withhold_tool(target.model, SEARCH_TOOL_NAME)
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
@@ -193,6 +197,10 @@ class CompressionManager(AgnoCompressionManager):
         if counter is None:  # two threads may both build one: the same counts, the last one kept
             counter = self._counters[key] = TokenCounter(key or None)
         return counter
+
+    def folds(self, live: Any) -> bool:
+        """True when ``live`` is the live message list of a run this manager is folding."""
+        return self._runs.find(live) is not None
 
     def flush_records(self) -> None:
         """Wait until the record of every fold so far is written (each run's post-hook waits for its own)."""
@@ -320,7 +328,7 @@ class CompressionManager(AgnoCompressionManager):
 
     def _hold_search_tool(self, state: RunState, messages: list[Message], tools: list[Any] | None) -> None:
         """Keep the search tool out of this loop's prompt (and count) until the session has folded."""
-        entry = self._withheld.pop(id(tools), None) if tools is not None else None
+        entry = take_withheld(state.model, tools)
         if entry is not None:
             state.withheld = entry
         if state.withheld is not None and (state.events or any(is_summary(m) for m in messages)):
