@@ -19,6 +19,7 @@ from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 from agno.run.base import RunStatus
+from agno.team import Team
 from agno.tools import tool
 
 from agno_compression import CompressionManager, full_messages, is_summary
@@ -40,7 +41,11 @@ class Deploy:
     read: list[str] = field(default_factory=list)
     deployed: list[str] = field(default_factory=list)
 
-    def build(self, db: Any, manager: CompressionManager | None, **agent_kw: Any) -> tuple[Agent, ScriptedModel]:
+    def build(
+        self, db: Any, manager: CompressionManager | None, team: bool = False, **agent_kw: Any
+    ) -> tuple[Any, ScriptedModel]:
+        """An Agent (or a Team leading one member) with the two tools, ``manager`` attached when given."""
+
         def read_chunk(index: int) -> str:
             """Read one long chunk of the build log."""
             self.read.append(log_chunk(index, len(self.read) + 1, tag="D"))
@@ -53,7 +58,12 @@ class Deploy:
             return f"deployed to {target}"
 
         model = ScriptedModel(script=self.script)
-        agent = Agent(model=model, tools=[read_chunk, deploy], db=db, session_id=SESSION, telemetry=False, **agent_kw)
+        options = {"model": model, "tools": [read_chunk, deploy], "db": db, "session_id": SESSION, **agent_kw}
+        if team:
+            writer = Agent(name="writer", model=ScriptedModel(script=lambda m, i: Reply(text="written")))
+            agent: Any = Team(name="desk", members=[writer], telemetry=False, **options)
+        else:
+            agent = Agent(telemetry=False, **options)
         if manager is not None:
             manager.attach(agent)
         return agent, model
@@ -112,9 +122,9 @@ def confirm_and_continue(agent: Agent, paused: Any, mode: str, by_id: bool) -> A
     return list(agent.continue_run(**where, stream=True, yield_run_output=True))[-1]
 
 
-def stored(path: Path) -> list[tuple[str, str, list[str]]]:
+def stored(path: Path, kind: SessionType = SessionType.AGENT) -> list[tuple[str, str, list[str]]]:
     """What agno stored for the session (read back through a new connection): role, content, tools called."""
-    session = SqliteDb(db_file=str(path)).get_session(session_id=SESSION, session_type=SessionType.AGENT)
+    session = SqliteDb(db_file=str(path)).get_session(session_id=SESSION, session_type=kind)
     assert session is not None
     return [(m.role, str(m.content), called_tools(m)) for run in session.runs or [] for m in run.messages or []]
 
@@ -131,16 +141,25 @@ class Outcome:
     manager: CompressionManager | None
 
 
-def play(tmp_path: Path, name: str, before: int, mode: str, by_id: bool, manager: CompressionManager | None) -> Outcome:
+def play(
+    tmp_path: Path,
+    name: str,
+    before: int,
+    mode: str,
+    by_id: bool,
+    manager: CompressionManager | None,
+    team: bool = False,
+) -> Outcome:
     path = tmp_path / f"{name}.db"
-    agent, model = Deploy(before).build(SqliteDb(db_file=str(path)), manager)
+    kind = SessionType.TEAM if team else SessionType.AGENT
+    agent, model = Deploy(before).build(SqliteDb(db_file=str(path)), manager, team=team)
     paused = run_and_pause(agent, mode)
     assert paused.status == RunStatus.paused, paused.content
-    at_pause = stored(path)
+    at_pause = stored(path, kind)
     folds_at_pause = len(manager.events) if manager is not None else 0
     done = confirm_and_continue(agent, paused, mode, by_id)
     records = fold_stats(SqliteDb(db_file=str(path)), SESSION).folds
-    return Outcome(at_pause, folds_at_pause, stored(path), done.status, records, model, manager)
+    return Outcome(at_pause, folds_at_pause, stored(path, kind), done.status, records, model, manager)
 
 
 # (chunks read before the pause, budget, folds before the pause): one chunk fits the budget, so the first fold
@@ -164,6 +183,16 @@ def test_pause_and_continue_store_what_plain_agno_stores(
     assert (len(ours.manager.events) > ours.folds_at_pause) == (budget == BUDGET)  # the continuation folds
     assert ours.records == len(ours.manager.events)  # the continuation's folds are recorded too
     assert max(r.prompt_tokens for r in ours.model.requests) <= budget
+
+
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_a_teams_pause_and_continue_store_what_plain_agno_stores(tmp_path: Path, mode: str) -> None:
+    plain = play(tmp_path, "plain", 9, mode, False, None, team=True)
+    ours = play(tmp_path, "ours", 9, mode, False, CompressionManager(compress_at_tokens=BUDGET), team=True)
+    assert ours.status == plain.status == RunStatus.completed
+    assert ours.at_pause == plain.at_pause and ours.at_end == plain.at_end
+    assert ours.folds_at_pause > 0 and ours.records == len(ours.manager.events) > ours.folds_at_pause
+    assert max(r.prompt_tokens for r in ours.model.requests) <= BUDGET
 
 
 @pytest.mark.parametrize("mode", ["sync", "async-stream"])
