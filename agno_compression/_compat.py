@@ -8,8 +8,8 @@ Attaching must never make an agno feature work worse than without it:
   that names it, and its hooks and output guidance are taken off (``release``): the model wrappers
   are installed once per model and serve each run's own manager, so nothing of the old one acts;
 - agno's ``Compaction(on_context_overflow=True)`` (or ``compaction=True``) handles the provider's
-  "prompt too long" itself: on such an agent the manager's fold-and-retry is not installed, and where its
-  model is shared with an agent that has it, the wrapper lets that agent's overflow errors through to agno;
+  "prompt too long" itself: the overflow wrapper lets such an agent's overflow errors through to agno,
+  also where its model instance is shared with agents that have no Compaction;
 - the ``search_folded_history`` tool is handed to each run by a pre-hook instead of living in
   ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
   (AgentOS and saved configs) never meet a tool no registry knows; its definition is withheld from the
