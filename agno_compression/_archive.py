@@ -28,6 +28,24 @@ class Hit:
     chars: int
 
 
+def searchable(messages: Iterable[Message]) -> list[Message]:
+    """``messages`` without the search tool's own calls and answers.
+
+    Those get folded like any other step, and they quote the query and the hits: left in, each search
+    would match the previous ones first, and repeated searches would crowd the originals out of the hits.
+    """
+    pool = list(messages)
+    calls = calls_by_id(pool)
+
+    def own(m: Message) -> bool:
+        if m.role == "tool":
+            return tool_name_of(m, calls) == SEARCH_TOOL_NAME
+        called = called_tools(m)
+        return bool(called) and all(name == SEARCH_TOOL_NAME for name in called)
+
+    return [m for m in pool if not own(m)]
+
+
 def search_messages(
     messages: Iterable[Message],
     *,

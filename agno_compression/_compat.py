@@ -5,10 +5,11 @@ Attaching must never make an agno feature work worse than without it:
 - offloading (``offload_tool_results``) cannot run with any compression in agno: ``attach`` refuses
   it for the target and every member it would attach, before changing anything;
 - another compression manager (agno's own, or a second one of ours) is replaced with a warning
-  that names it;
+  that names it, and its hooks and output guidance are taken off (``release``): the model wrappers
+  are installed once per model and serve each run's own manager, so nothing of the old one acts;
 - agno's ``Compaction(on_context_overflow=True)`` (or ``compaction=True``) handles the provider's
-  "prompt too long" itself: on such an agent the manager's fold-and-retry is not installed, and where its
-  model is shared with an agent that has it, the wrapper lets that agent's overflow errors through to agno;
+  "prompt too long" itself: the overflow wrapper lets such an agent's overflow errors through to agno,
+  also where its model instance is shared with agents that have no Compaction;
 - the ``search_folded_history`` tool is handed to each run by a pre-hook instead of living in
   ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
   (AgentOS and saved configs) never meet a tool no registry knows; its definition is withheld from the
@@ -19,7 +20,9 @@ Attaching must never make an agno feature work worse than without it:
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,23 +127,40 @@ MAX_WITHHELD = 256
 """Tool lists remembered between agno formatting them and the run's first budget check (one per model loop)."""
 
 
-def withhold_tool(model: Any, manager: Any, name: str) -> Any:
+class _Withheld:
+    """The search tool definitions a model held back, by ``id()`` of the tool list agno formatted."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lists: OrderedDict[int, tuple[list[Any], Any]] = OrderedDict()
+
+    def put(self, tools: Any, sent: list[Any], definition: Any) -> None:
+        with self._lock:
+            self._lists[id(tools)] = (sent, definition)
+            while len(self._lists) > MAX_WITHHELD:
+                self._lists.popitem(last=False)
+
+    def take(self, tools: Any) -> tuple[list[Any], Any] | None:
+        with self._lock:
+            return self._lists.pop(id(tools), None)
+
+
+def withhold_tool(model: Any, name: str) -> Any:
     """Wrap ``model._format_tools`` so the definition of tool ``name`` is left out of what the model is sent.
 
     agno formats a run's tools once per model loop and sends that same list with every call of the loop;
-    the manager receives the unformatted list in ``should_compress`` and, once the session has folded, puts
-    the withheld definition back at the end of the sent list (``reveal``). agno still knows the function,
-    so a call to it works from then on. Idempotent per manager; a list already formatted (providers format
-    again inside ``invoke``) passes through untouched.
+    the manager receives the unformatted list in ``should_compress``, takes the held-back definition
+    (``take_withheld``) and, once the session has folded, puts it back at the end of the sent list. agno
+    still knows the function, so a call to it works from then on. Wrapped once per model, whatever number of
+    managers use it (the held-back lists live on the model); a list already formatted (providers format again
+    inside ``invoke``) or without the tool passes through untouched.
     """
     from agno.tools.function import Function
 
-    if model is None:
-        return model
-    if getattr(model, _WITHHELD, None) is not None:  # wrapped once; the manager attached last holds the lists
-        setattr(model, _WITHHELD, manager)
+    if model is None or getattr(model, _WITHHELD, None) is not None:
         return model
     original = model._format_tools
+    withheld = _Withheld()
 
     def format_tools(tools: Any) -> Any:
         formatted = original(tools)
@@ -150,15 +170,44 @@ def withhold_tool(model: Any, manager: Any, name: str) -> Any:
         if definition is None:
             return formatted
         sent = [d for d in formatted if d is not definition]
-        withheld = getattr(model, _WITHHELD)._withheld
-        withheld[id(tools)] = (sent, definition)
-        while len(withheld) > MAX_WITHHELD:
-            withheld.pop(next(iter(withheld)))
+        withheld.put(tools, sent, definition)
         return sent
 
+    format_tools.__wrapped__ = original  # type: ignore[attr-defined]
     model._format_tools = format_tools
-    setattr(model, _WITHHELD, manager)
+    setattr(model, _WITHHELD, withheld)
     return model
+
+
+def take_withheld(model: Any, tools: Any) -> tuple[list[Any], Any] | None:
+    """``(sent list, held-back definition)`` for the tool list ``model`` formatted as ``tools``, once."""
+    withheld = getattr(model, _WITHHELD, None)
+    return withheld.take(tools) if isinstance(withheld, _Withheld) and tools is not None else None
+
+
+def release(target: Any, manager: Any) -> None:
+    """Take another compression manager's hooks and output guidance off ``target`` before ``manager`` is wired.
+
+    The model wrappers are shared and serve each run's own manager, so nothing else of the old manager stays:
+    the target is left as if only ``manager`` had been attached.
+    """
+    from agno.compression.manager import CompressionManager as AgnoCompressionManager
+
+    from ._observations import OUTPUT_GUIDANCE
+
+    def foreign(hook: Any) -> bool:
+        owner = getattr(hook, "__self__", None)
+        return isinstance(owner, AgnoCompressionManager) and owner is not manager
+
+    for attr in ("pre_hooks", "post_hooks"):
+        hooks = getattr(target, attr, None)
+        if isinstance(hooks, list) and any(foreign(h) for h in hooks):
+            setattr(target, attr, [h for h in hooks if not foreign(h)] or None)
+    previous = getattr(target, "compression_manager", None)
+    instructions = target.instructions
+    guided = previous is not manager and getattr(previous, "output_guidance", False)
+    if guided and not manager.output_guidance and isinstance(instructions, list) and OUTPUT_GUIDANCE in instructions:
+        target.instructions = [i for i in instructions if i != OUTPUT_GUIDANCE] or None
 
 
 def _tool_name(tool: Any) -> str | None:

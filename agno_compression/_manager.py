@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agno.compression.manager import CompressionManager as AgnoCompressionManager
 from agno.models.message import Message
 
-from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function
+from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function, searchable
 from ._checkpoints import guard_checkpoints
 from ._compat import (
     add_client_tool,
@@ -30,6 +30,8 @@ from ._compat import (
     compaction_handles_overflow,
     label,
     note_overflow_owner,
+    release,
+    take_withheld,
     walk,
     withhold_tool,
 )
@@ -128,7 +130,6 @@ class CompressionManager(AgnoCompressionManager):
         self._counters: dict[str, TokenCounter] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
         self._search_tool = search_tool_function(self.search_folded)  # offered to each run by prepare_run
-        self._withheld: dict[int, tuple[list[Any], Any]] = {}  # tool lists whose search definition is held back
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -145,6 +146,7 @@ class CompressionManager(AgnoCompressionManager):
         return target
 
     def _wire(self, target: Any) -> None:
+        release(target, self)  # a manager attached before: its hooks go, its model wrappers serve this one
         target.compression_manager = self
         target.compress_tool_results = True
         if target.model is not None:
@@ -154,11 +156,13 @@ class CompressionManager(AgnoCompressionManager):
                     "'prompt too long' there; agno-compression only folds before model calls",
                     label(target),
                 )
-            else:
-                guard_overflow(target.model, self, self.overflow_retries)
-            guard_checkpoints(target.model, self)
-            if self.search_tool:  # no fold, no cost: the search tool's definition is sent from the first fold on
-                withhold_tool(target.model, self, SEARCH_TOOL_NAME)
+                note_overflow_owner(self, target)  # also for a first run that is a continue_run (no pre-hook)
+            # One layer per model instance, whatever is attached; each call is served by its own run's manager
+            # (overflow_retries=0 and agents whose Compaction answers overflow pass errors through).
+            guard_overflow(target.model, self)
+            guard_checkpoints(target.model)
+            # no fold, no cost: the search tool's definition is sent from the first fold on
+            withhold_tool(target.model, SEARCH_TOOL_NAME)
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
@@ -194,6 +198,10 @@ class CompressionManager(AgnoCompressionManager):
             counter = self._counters[key] = TokenCounter(key or None)
         return counter
 
+    def folds(self, live: Any) -> bool:
+        """True when ``live`` is the live message list of a run this manager is folding."""
+        return self._runs.find(live) is not None
+
     def flush_records(self) -> None:
         """Wait until the record of every fold so far is written (each run's post-hook waits for its own)."""
         self._records.drain()
@@ -217,18 +225,24 @@ class CompressionManager(AgnoCompressionManager):
             add_client_tool(run_context, self._search_tool, SEARCH_TOOL_NAME)
         note_overflow_owner(self, agent)
 
-    def restore_run_messages(self, run_output: Any, run_context: Any = None, session: Any = None) -> None:
+    def restore_run_messages(
+        self, run_output: Any, run_context: Any = None, session: Any = None, agent: Any = None, team: Any = None
+    ) -> None:
         """Post-hook: put every message folded during the run back into ``run_output.messages``.
 
         agno builds the stored run from the live list, which a fold shortened; the ledger has every message
         that list ever held, in order. Model calls of observation policies are added to the run's metrics; the
         session's totals are mirrored into ``session.session_data["agno_compression"]`` before agno saves it.
+        A run continued after a pause (no pre-hook) records its folds here.
         """
         try:
             messages = list(run_output.messages or [])
             state = self._runs.pop(getattr(run_context, "messages", None), messages)
             if state is None:
                 return
+            if state.context is None and self.persist and state.events and run_context is not None:
+                state.context = self._records.owner(run_context, team if team is not None else agent, session)
+                self._records.record_late(state.context, state.events)
             state.observe()
             run_output.messages = state.full_run(messages, memory_only=True)
             metrics = getattr(run_output, "metrics", None)
@@ -237,6 +251,29 @@ class CompressionManager(AgnoCompressionManager):
             self._records.mirror(state.context, session)
         except Exception as exc:  # never break a run
             log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
+
+    def keep_paused_run(self, live: list[Message], run_response: Any) -> None:
+        """After a model loop: if the run paused, put every message it ever held back into ``live``.
+
+        A paused run (a tool awaits confirmation, user input or external execution) gets no post-hook; agno
+        stores it from ``live`` and ``continue_run`` resumes from what it stored, in a new live list. So the
+        paused run is stored whole, its records and policy usage settled as the post-hook would, and the
+        continuation starts from the originals (it folds again when they are over the budget).
+        """
+        try:
+            requirements = getattr(run_response, "requirements", None) or []
+            if all(requirement.is_resolved() for requirement in requirements):
+                return
+            state = self._runs.pop(live, ())
+            if state is None:
+                return
+            state.observe()
+            live[:] = state.full_run(live)
+            for response, model in state.policy_usage:
+                account(response, model, getattr(run_response, "metrics", None))
+            self._records.mirror(state.context, state.context.session if state.context is not None else None)
+        except Exception as exc:  # never break a run: the paused run is then stored as folded
+            log.warning("agno-compression: could not restore folded messages into a paused run: %s", exc)
 
     @contextlib.contextmanager
     def checkpoint_view(self, live: list[Message]) -> Iterator[None]:
@@ -291,7 +328,7 @@ class CompressionManager(AgnoCompressionManager):
 
     def _hold_search_tool(self, state: RunState, messages: list[Message], tools: list[Any] | None) -> None:
         """Keep the search tool out of this loop's prompt (and count) until the session has folded."""
-        entry = self._withheld.pop(id(tools), None) if tools is not None else None
+        entry = take_withheld(state.model, tools)
         if entry is not None:
             state.withheld = entry
         if state.withheld is not None and (state.events or any(is_summary(m) for m in messages)):
@@ -377,7 +414,7 @@ class CompressionManager(AgnoCompressionManager):
                 for m in full_messages(state.context.db, state.context.session_id):
                     pool.setdefault(m.id, m)
             folded |= earlier
-            candidates = [m for m in pool.values() if m.id in folded]
+            candidates = searchable(m for m in pool.values() if m.id in folded)
             hits = search_messages(
                 candidates, query=query, tool_name=tool_name, message_id=message_id, limit=max(1, min(int(limit), 20))
             )

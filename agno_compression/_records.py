@@ -146,6 +146,17 @@ class FoldRecorder:
             log.warning("agno-compression: could not load the session's compression records: %s", exc)
             return messages
 
+    def record_late(self, owner: RunOwner | None, events: list[FoldEvent]) -> None:
+        """Queue the records of folds made before the run's owner was known, with the session's totals so far.
+
+        agno runs no pre-hook on ``continue_run``: a continued run learns its session only in its post-hook.
+        """
+        if owner is None or not events:
+            return
+        self.without_earlier_folds(owner, [])  # loads the session's earlier folds into owner.loaded, for mirror()
+        for event in events:
+            self.record(owner, event)
+
     def record(self, owner: RunOwner | None, event: FoldEvent) -> None:
         """Queue the fold's record (folded ids and summary in one row, one transaction)."""
         if owner is not None and owner.store is not None:

@@ -8,11 +8,18 @@ again with the same arguments, at most ``retries`` times; then the provider's er
 raised as it was. Every other error passes through untouched. A stream is retried only
 if it failed before its first chunk. A run of an agent whose own agno ``Compaction`` answers
 overflow (see ``_compat``) is left to agno, also when its model instance is shared.
+
+A model instance is wrapped once, whatever number of managers are attached to agents using it: each
+call is answered by the manager folding that call's live list (the one agno asked ``should_compress``
+about), with that manager's ``overflow_retries``. A manager replaced on an agent (``attach`` again) no
+longer folds its lists, so it never acts there again.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -33,24 +40,31 @@ def is_context_overflow(error: BaseException) -> bool:
     return any(pattern in text for pattern in ModelProviderError.CONTEXT_WINDOW_PATTERNS)
 
 
-def _call_parts(args: tuple[Any, ...], kwargs: dict[str, Any], manager: Any) -> tuple[Any, Any]:
-    """The live message list and the run's metrics; no list when agno's own Compaction answers for this run."""
-    messages = kwargs.get("messages", args[0] if args else None)
-    run_response = kwargs.get("run_response")
-    if defers_overflow(manager, run_response):
-        return None, None  # the error goes on to agno's Compaction, as if the wrapper were not there
-    return messages, getattr(run_response, "metrics", None)
+_MANAGERS = "_agno_compression_overflow_managers"
+_LOCK = threading.Lock()
 
 
-def guard_overflow(model: Any, manager: Any, retries: int) -> Any:
-    """Wrap ``model``'s invoke methods so a context overflow folds and retries (idempotent; returns ``model``)."""
-    if retries <= 0 or getattr(model, _GUARD, None) is manager:
-        return model
-    for name in ("invoke", "ainvoke", "invoke_stream", "ainvoke_stream"):
-        if getattr(type(model), name, None) is not None:
-            setattr(model, name, _WRAPPERS[name](_dispatch(model, name), manager, retries))
-    setattr(model, _GUARD, manager)
+def guard_overflow(model: Any, manager: Any) -> Any:
+    """Wrap ``model``'s invoke methods once, and let ``manager`` answer overflows of the runs it folds there."""
+    with _LOCK:
+        linked = [ref for ref in getattr(model, _MANAGERS, ()) if ref() is not None and ref() is not manager]
+        setattr(model, _MANAGERS, [weakref.ref(manager), *linked])
+        if getattr(model, _GUARD, False):
+            return model
+        for name in ("invoke", "ainvoke", "invoke_stream", "ainvoke_stream"):
+            if getattr(type(model), name, None) is not None:
+                setattr(model, name, _WRAPPERS[name](_dispatch(model, name), model))
+        setattr(model, _GUARD, True)
     return model
+
+
+def _manager_of(model: Any, messages: Any) -> Any:
+    """The manager folding the live list ``messages`` among those attached with ``model``, or ``None``."""
+    for ref in getattr(model, _MANAGERS, ()):
+        manager = ref()
+        if manager is not None and manager.folds(messages):
+            return manager
+    return None
 
 
 def _dispatch(model: Any, name: str) -> Callable[..., Any]:
@@ -64,13 +78,18 @@ def _dispatch(model: Any, name: str) -> Callable[..., Any]:
 
 
 def _fold_for(
-    exc: Exception, call: tuple[tuple[Any, ...], dict[str, Any]], manager: Any, attempt: int, last: bool
-) -> tuple[list[Any], int, Any] | None:
-    """``(messages, attempt, metrics)`` to fold when ``exc`` is a context overflow worth retrying; else ``None``."""
-    messages, metrics = _call_parts(*call, manager)
-    if last or messages is None or not is_context_overflow(exc):
+    exc: Exception, call: tuple[tuple[Any, ...], dict[str, Any]], model: Any, attempt: int, started: bool
+) -> tuple[Any, tuple[list[Any], int, Any]] | None:
+    """``(manager, (messages, attempt, metrics))`` when ``exc`` is a context overflow worth retrying; else ``None``."""
+    args, kwargs = call
+    messages = kwargs.get("messages", args[0] if args else None)
+    if started or not isinstance(messages, list) or not is_context_overflow(exc):
         return None
-    return messages, attempt + 1, metrics
+    manager = _manager_of(model, messages)
+    run_response = kwargs.get("run_response")
+    if manager is None or attempt >= manager.overflow_retries or defers_overflow(manager, run_response):
+        return None  # the error goes on (to agno's Compaction, where it answers overflow for this run)
+    return manager, (messages, attempt + 1, getattr(run_response, "metrics", None))
 
 
 def _mark(wrapper: Any, original: Any) -> Any:
@@ -78,37 +97,40 @@ def _mark(wrapper: Any, original: Any) -> Any:
     return wrapper
 
 
-def _sync(original: Callable[..., Any], manager: Any, retries: int) -> Callable[..., Any]:
+def _sync(original: Callable[..., Any], model: Any) -> Callable[..., Any]:
     def invoke(*args: Any, **kwargs: Any) -> Any:
-        for attempt in range(retries + 1):
+        attempt = 0
+        while True:
             try:
                 return original(*args, **kwargs)
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), manager, attempt, attempt == retries)
-                if fold is None or not manager.recover_from_overflow(*fold):
+                fold = _fold_for(exc, (args, kwargs), model, attempt, False)
+                if fold is None or not fold[0].recover_from_overflow(*fold[1]):
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempt += 1
 
     return _mark(invoke, original)
 
 
-def _async(original: Callable[..., Any], manager: Any, retries: int) -> Callable[..., Any]:
+def _async(original: Callable[..., Any], model: Any) -> Callable[..., Any]:
     async def ainvoke(*args: Any, **kwargs: Any) -> Any:
-        for attempt in range(retries + 1):
+        attempt = 0
+        while True:
             try:
                 return await original(*args, **kwargs)
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), manager, attempt, attempt == retries)
-                if fold is None or not await manager.arecover_from_overflow(*fold):
+                fold = _fold_for(exc, (args, kwargs), model, attempt, False)
+                if fold is None or not await fold[0].arecover_from_overflow(*fold[1]):
                     raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                attempt += 1
 
     return _mark(ainvoke, original)
 
 
-def _stream(original: Callable[..., Iterator[Any]], manager: Any, retries: int) -> Callable[..., Iterator[Any]]:
+def _stream(original: Callable[..., Iterator[Any]], model: Any) -> Callable[..., Iterator[Any]]:
     def invoke_stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        for attempt in range(retries + 1):
+        attempt = 0
+        while True:
             started = False
             try:
                 for chunk in original(*args, **kwargs):
@@ -116,18 +138,18 @@ def _stream(original: Callable[..., Iterator[Any]], manager: Any, retries: int) 
                     yield chunk
                 return
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), manager, attempt, started or attempt == retries)
-                if fold is None or not manager.recover_from_overflow(*fold):
+                fold = _fold_for(exc, (args, kwargs), model, attempt, started)
+                if fold is None or not fold[0].recover_from_overflow(*fold[1]):
                     raise
+                attempt += 1
 
     return _mark(invoke_stream, original)
 
 
-def _astream(
-    original: Callable[..., AsyncIterator[Any]], manager: Any, retries: int
-) -> Callable[..., AsyncIterator[Any]]:
+def _astream(original: Callable[..., AsyncIterator[Any]], model: Any) -> Callable[..., AsyncIterator[Any]]:
     async def ainvoke_stream(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        for attempt in range(retries + 1):
+        attempt = 0
+        while True:
             started = False
             try:
                 async for chunk in original(*args, **kwargs):
@@ -135,9 +157,10 @@ def _astream(
                     yield chunk
                 return
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), manager, attempt, started or attempt == retries)
-                if fold is None or not await manager.arecover_from_overflow(*fold):
+                fold = _fold_for(exc, (args, kwargs), model, attempt, started)
+                if fold is None or not await fold[0].arecover_from_overflow(*fold[1]):
                     raise
+                attempt += 1
 
     return _mark(ainvoke_stream, original)
 

@@ -150,7 +150,7 @@ class RunRegistry:
             if live is not None and id(live) in self._runs and self._runs[id(live)].live is live:
                 return self._runs.pop(id(live))
             ids = {id(m) for m in messages}
-            for key, state in self._runs.items():
+            for key, state in reversed(self._runs.items()):  # newest first: a continued run shares the paused one's
                 if ids & state.seen:
                     return self._runs.pop(key)
         return None

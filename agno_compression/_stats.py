@@ -1,7 +1,10 @@
 """The manager's counters (``CompressionManager.stats``).
 
-A ``dict`` because agno reads it as one: it copies it into each model response's metrics and
-clears it after printing a team's response. Every documented key exists from the start, at 0.
+A ``dict`` because agno reads it as one: it copies it into each streamed compression event and its
+printer (``print_response``, agents and teams, sync, async, streamed) calls ``stats.clear()`` after
+showing a response, to reset agno's own display counters (``tool_results_compressed``,
+``original_size``, ``compressed_size``). Those are agno's, so ``clear()`` removes them and nothing
+else: every documented counter exists from the start and counts from construction on.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ STATS_KEYS: tuple[str, ...] = (
 
 
 class Stats(dict[str, Any]):
-    """Counters by name; ``add`` works after agno cleared them too."""
+    """Counters by name; ``clear()`` (agno's printer calls it) leaves ours alone."""
 
     def __init__(self, initial: dict[str, Any] | None = None) -> None:
         super().__init__(initial or {})
@@ -37,3 +40,8 @@ class Stats(dict[str, Any]):
     def add(self, key: str, amount: int = 1) -> None:
         """Add ``amount`` to the counter ``key``."""
         self[key] = self.get(key, 0) + amount
+
+    def clear(self) -> None:
+        """Remove every key that is not one of ``STATS_KEYS`` (agno's own counters); ours keep their counts."""
+        for key in [k for k in self if k not in STATS_KEYS]:
+            del self[key]

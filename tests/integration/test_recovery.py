@@ -323,3 +323,29 @@ def test_the_agent_finds_the_exact_text_of_a_folded_output(tmp_path: Path) -> No
     other = manager.attach(Agent(model=other_model, tools=[log_chunk], db=db, session_id="two", telemetry=False))
     reply = other.run("anything?")
     assert SECRET not in str(reply.content) and "No folded" in str(reply.content)
+
+
+def test_repeated_searches_keep_finding_the_folded_original_not_earlier_searches(tmp_path: Path) -> None:
+    """Searches get folded too and quote the query and the hits; they must never crowd the original out."""
+    answers: list[str] = []
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < 10:
+            return Reply(tool_calls=[ToolCall("log_chunk", {"index": info.call_index})])
+        if info.call_index > 10:
+            answers.append(str(messages[-1].content))
+        if info.call_index < 17:  # the same search seven times, each with the query in the assistant's text too
+            search = ToolCall("search_folded_history", {"query": "tls_handshake ETIMEDOUT"})
+            return Reply(text="Looking up tls_handshake ETIMEDOUT.", tool_calls=[search])
+        return Reply(text="done")
+
+    db = SqliteDb(db_file=str(tmp_path / "s.db"))
+    manager = CompressionManager(compress_at_tokens=2_500)
+    agent = manager.attach(Agent(model=ScriptedModel(script=script), tools=[log_chunk], db=db, session_id="one"))
+    agent.run("Why did the build fail?")
+    original = next(m for m in full_messages(db, "one") if m.tool_name == "log_chunk" and SECRET in str(m.content))
+    assert len(manager.events) >= 3  # the searches and their answers were folded too
+    assert len(answers) == 7
+    for answer in answers:
+        assert f"--- message {original.id} (tool from tool log_chunk" in answer
+        assert "from tool search_folded_history" not in answer
