@@ -364,7 +364,8 @@ BudgetLine = Annotated[
     typer.Option(
         "--budget",
         help=f"The budget line to draw, and to tell over-budget folds from early ones in records that predate "
-        f"storing it (at least {MIN_BUDGET}). [default: the compress_at_tokens stored with the session's folds]",
+        f"storing it (at least {MIN_BUDGET}).",
+        show_default="the compress_at_tokens stored with the session's folds",
     ),
 ]
 

@@ -10,43 +10,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agno_compression._cli import app
+from tests.scenarios import chat_file as _chat_file
 
 runner = CliRunner()
-
-
-def _chat_file(tmp_path: Path, steps: int = 12) -> Path:
-    """An OpenAI-chat-format conversation with long tool outputs."""
-    messages = [{"role": "system", "content": "You debug."}, {"role": "user", "content": "Find the failing test."}]
-    for i in range(steps):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": f"step {i}",
-                "tool_calls": [
-                    {
-                        "id": f"c{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "run_tests",
-                            "arguments": json.dumps({"k": i, "after": f"tests/test_mod_{i - 1}.py"}),
-                        },
-                    }
-                ],
-            }
-        )
-        body = "\n".join(f"tests/test_mod_{i}.py::test_{j} PASSED" for j in range(120))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}",
-                "name": "run_tests",
-                "content": body + f"\nFAILED tests/test_mod_{i}.py::test_edge - AssertionError: 41 != 42",
-            }
-        )
-    messages.append({"role": "assistant", "content": "test_edge fails."})
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"messages": messages}))
-    return path
 
 
 def test_eval_json_compares_settings(tmp_path: Path) -> None:
