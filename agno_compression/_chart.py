@@ -47,9 +47,10 @@ def lane_chart(
     n = max(len(calls), 1)
     peak = max([c.without for c in calls] + [c.sent for c in calls] + [f.record.tokens_before for f in lane.folds])
     peak = max(peak, budget or 0, 1)
-    step = nice_step(peak * 1.05, 5)
-    top_value = step * math.ceil(peak * 1.05 / step)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, height - TOP - BOTTOM
+    room = peak * plot_h / (plot_h - 20)  # the top 20 units stay free for the run labels
+    step = nice_step(room, 5)
+    top_value = step * math.ceil(room / step)
     slot = plot_w / n
 
     def x(call: float) -> float:
@@ -89,10 +90,11 @@ def lane_chart(
         out.append(f'<polyline class="without" points="{without}"/>')
         out.append(f'<polyline class="sent" points="{sent}"/>')
     out += _folds(lane, x, y, slot, plot_h)
-    for searched in sorted(set(searches)):
-        sx, sy = x(searched), TOP + plot_h - 8
+    sent_at = {c.number: c.sent for c in calls}
+    for searched in sorted(set(searches) & set(sent_at)):  # a ring around the point of the call that searched
+        sx, sy = x(searched), y(sent_at[searched])
         out.append(
-            f'<path class="search-mark" d="M{_n(sx)} {_n(sy - 7)} l7 7 l-7 7 l-7 -7 z" data-call="{searched}">'
+            f'<path class="search-mark" d="M{_n(sx)} {_n(sy - 10)} l10 10 l-10 10 l-10 -10 z" data-call="{searched}">'
             f"<title>call {searched} searched the folded history (search_folded_history)</title></path>"
         )
     radius = 3.5 if n <= 60 else 2

@@ -71,21 +71,19 @@ def _tiles(t: Timeline) -> str:
             _tile(
                 "Tokens saved",
                 f"{t.stats.tokens_saved:,}",
-                "each fold's prompt tokens before − after, summed (as <code>inspect</code> and "
-                "<code>stats()</code> count)",
+                "by the folds (before − after), as <code>inspect</code> counts",
                 "saved",
             ),
             _tile(
                 "Prompt tokens sent",
                 f"{t.sent:,}",
-                e(f"over all calls, against {t.without:,} without compression ({_share(t.sent, t.without)})"),
+                e(f"of {t.without:,} without compression ({_share(t.sent, t.without)})"),
                 "sent",
             ),
             _tile(
                 "Cost with prompt caching",
                 f"{t.cost_with:,.0f}",
-                e(f"token units, cached prefix at {rate}; {t.cost_without:,.0f} without compression "
-                  f"({_share(t.cost_with, t.cost_without)})"),
+                e(f"of {t.cost_without:,.0f} without ({_share(t.cost_with, t.cost_without)}); cache at {rate}"),
                 "cost",
             ),
             _tile(
@@ -273,7 +271,7 @@ def _shortened(t: Timeline) -> str:
     return (
         '<section class="card" aria-label="Outputs shortened in context"><h2>Tool outputs shortened in context</h2>'
         '<p class="note">The model saw a shorter text; the database keeps the output in full.</p>'
-        '<table><thead><tr><th class="num">run</th><th class="num">after call</th><th>tool</th><th>how</th>'
+        '<table><thead><tr><th class="num">run</th><th class="num">result of call</th><th>tool</th><th>how</th>'
         f'<th class="num">characters stored → sent</th><th>sent text</th></tr></thead><tbody>{"".join(rows)}'
         "</tbody></table></section>"
     )
@@ -305,9 +303,10 @@ def _definitions(t: Timeline) -> str:
         "removed (their tokens before − after; in a later run too when it loads the session's history).</dd>"
         "<dt>Tokens saved</dt><dd>The sum over folds of prompt tokens before − after the fold: the "
         "<code>tokens_saved</code> of <code>agno-compression inspect</code> and <code>stats()</code>.</dd>"
-        f"<dt>Input cost with prompt caching</dt><dd>Each run's calls billed as providers bill a cached prefix: the "
+        "<dt>Cost with prompt caching</dt><dd>Input tokens in token units, each run's calls billed as providers "
+        "bill a cached prefix: the "
         f"leading messages identical to the previous call's at {t.cache_rate:g}×, the rest at 1× "
-        "(<code>agno-compression eval</code>'s measure), in token units.</dd>"
+        "(<code>agno-compression eval</code>'s measure).</dd>"
         "<dt>Fold reasons</dt><dd>Over the budget: the prompt exceeded <code>compress_at_tokens</code>. Early: "
         "under it, folded because the fold pays for the prompt cache it breaks within <code>payback_calls</code>. "
         "Overflow retry: the provider rejected the prompt as too long.</dd></dl></section>"
