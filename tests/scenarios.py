@@ -36,6 +36,21 @@ class Scenario:
     """For each fold, in order: the requests its model had received before it."""
     events: list[FoldEvent] = field(default_factory=list)
 
+    def manager(self, model: ScriptedModel, **options: Any) -> CompressionManager:
+        """A manager that notes, for each fold, how many requests ``model`` had received before it."""
+
+        def on_fold(event: FoldEvent, folded: Any) -> None:
+            self.requests_before.append(len(model.requests))
+            self.events.append(event)
+
+        return CompressionManager(on_fold=on_fold, **options)
+
+    def finish(self, manager: CompressionManager, db: SqliteDb) -> Scenario:
+        """Wait for the fold records, close the database (its WAL checkpointed into the file, as at rest)."""
+        manager.flush_records()
+        db.db_engine.dispose()
+        return self
+
 
 def multi_run_session(db_file: str, session_id: str = "ops-review", runs: int = 3) -> Scenario:
     """One agent, ``runs`` runs on one session with its history in context; folds mid-run and at run starts."""
@@ -43,9 +58,8 @@ def multi_run_session(db_file: str, session_id: str = "ops-review", runs: int = 
     loop = loop_agent(steps=5, db=db, session_id=session_id, compress_at_tokens=3_000, tool_text=_log)
     for k in range(runs):
         loop.run(f"Review day {k + 1} of the billing logs.")
-    loop.manager.flush_records()
-    db.db_engine.dispose()
-    return Scenario(db_file, session_id, [n for n, _, _ in loop.folds], [e for _, e, _ in loop.folds])
+    scenario = Scenario(db_file, session_id, [n for n, _, _ in loop.folds], [e for _, e, _ in loop.folds])
+    return scenario.finish(loop.manager, db)
 
 
 def _log(index: int, n: int) -> str:
@@ -78,20 +92,13 @@ def team_session(db_file: str, session_id: str = "qa", modules: int = 10) -> Sce
 
     scenario = Scenario(db_file, session_id)
     leader_model = ScriptedModel(script=leader)
-
-    def on_fold(event: FoldEvent, folded: Any) -> None:
-        scenario.requests_before.append(len(leader_model.requests))
-        scenario.events.append(event)
-
     member = Agent(name="Tester", id="tester", model=ScriptedModel(script=tester), tools=[run_tests], telemetry=False)
     db = SqliteDb(db_file=db_file)
     team = Team(name="QA lead", model=leader_model, members=[member], db=db, session_id=session_id, telemetry=False)
-    manager = CompressionManager(compress_at_tokens=6_000, on_fold=on_fold)
+    manager = scenario.manager(leader_model, compress_at_tokens=6_000)
     manager.attach(team)
     team.run("Test every module and tell me what fails.")
-    manager.flush_records()
-    db.db_engine.dispose()
-    return scenario
+    return scenario.finish(manager, db)
 
 
 def hostile_session(db_file: str, session_id: str = 'evil "<b>id</b>"') -> Scenario:
@@ -119,19 +126,11 @@ def hostile_session(db_file: str, session_id: str = 'evil "<b>id</b>"') -> Scena
 
     scenario = Scenario(db_file, session_id)
     model = ScriptedModel(script=script)
-
-    def on_fold(event: FoldEvent, folded: Any) -> None:
-        scenario.requests_before.append(len(model.requests))
-        scenario.events.append(event)
-
     db = SqliteDb(db_file=db_file)
-    agent = Agent(model=model, tools=[fetch], db=db, session_id=session_id, telemetry=False)
-    manager = CompressionManager(compress_at_tokens=3_000, on_fold=on_fold)
-    manager.attach(agent)
+    manager = scenario.manager(model, compress_at_tokens=3_000)
+    agent = manager.attach(Agent(model=model, tools=[fetch], db=db, session_id=session_id, telemetry=False))
     agent.run(f"Read the site. {HOSTILE}")
-    manager.flush_records()
-    db.db_engine.dispose()
-    return scenario
+    return scenario.finish(manager, db)
 
 
 def chat_file(tmp_path: Path, steps: int = 12, name: str = "run.json") -> Path:

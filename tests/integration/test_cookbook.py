@@ -23,21 +23,8 @@ def test_the_cookbook_has_the_promised_examples() -> None:
     } <= set(EXAMPLES)
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
-def test_example_runs_offline(example: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
-    env["AGNO_COMPRESSION_COOKBOOK_OUT"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, str(COOKBOOK / example)], capture_output=True, text=True, env=env, timeout=300, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "Offline: a scripted model" in done.stdout
-    assert "compression events" in done.stdout and "extractive: folded" in done.stdout
-    assert f"Every original message is stored in {tmp_path}" in done.stdout
-    assert list(tmp_path.glob("*.db"))
-
-
 def _run(example: str, out: Path) -> str:
+    """What ``example`` prints, run offline with its databases under ``out``."""
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
     env["AGNO_COMPRESSION_COOKBOOK_OUT"] = str(out)
     done = subprocess.run(
@@ -45,6 +32,15 @@ def _run(example: str, out: Path) -> str:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_runs_offline(example: str, tmp_path: Path) -> None:
+    stdout = _run(example, tmp_path)
+    assert "Offline: a scripted model" in stdout
+    assert "compression events" in stdout and "extractive: folded" in stdout
+    assert f"Every original message is stored in {tmp_path}" in stdout
+    assert list(tmp_path.glob("*.db"))
 
 
 def _summary_lines_are_whole_words(stdout: str, db_file: Path) -> None:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agno_compression._cli import app
 from agno_compression.testing import Reply, ScriptedModel
-from tests.scenarios import chat_file, multi_run_session
+from tests.scenarios import Scenario, chat_file
 from tests.terminal import in_terminal
 
 runner = CliRunner()
@@ -34,10 +34,9 @@ def uuid_sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     return path, [s.session_id for s in SqliteDb(db_file=str(path)).get_sessions()]  # type: ignore[union-attr]
 
 
-@pytest.fixture(scope="module")
-def multi(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    scenario = multi_run_session(str(tmp_path_factory.mktemp("multi") / "multi.db"))
-    return scenario.db_file, scenario.session_id
+@pytest.fixture
+def multi(multi_scenario: Scenario) -> tuple[str, str]:
+    return multi_scenario.db_file, multi_scenario.session_id
 
 
 @pytest.mark.parametrize("columns", [80, 60, 120])

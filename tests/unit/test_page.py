@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from agno_compression import stats
 from agno_compression._cli import app
 from agno_compression._databases import open_db
-from tests.scenarios import HOSTILE, Scenario, hostile_session, multi_run_session, team_session
+from tests.scenarios import HOSTILE, Scenario, hostile_session
 
 runner = CliRunner()
 
@@ -66,36 +66,30 @@ def saved_figure(page: str) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-@pytest.fixture(scope="module")
-def multi(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return multi_run_session(str(tmp_path_factory.mktemp("multi") / "multi.db"))
-
-
-@pytest.fixture(scope="module")
-def team(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return team_session(str(tmp_path_factory.mktemp("team") / "team.db"))
-
-
-def test_folds_are_drawn_at_the_calls_they_came_before_in_a_multi_run_session(multi: Scenario, tmp_path: Path) -> None:
-    page = Elements(report(multi, tmp_path))
+def test_folds_are_drawn_at_the_calls_they_came_before_in_a_multi_run_session(
+    multi_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = Elements(report(multi_scenario, tmp_path))
     marks = page.all("a", "fold-mark")
-    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in multi.requests_before]
-    assert len(marks) == stats(open_db(multi.db_file), multi.session_id).folds
+    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in multi_scenario.requests_before]
+    assert len(marks) == stats(open_db(multi_scenario.db_file), multi_scenario.session_id).folds
     sent = {int(p["data-call"]): int(p["data-sent"]) for p in page.all("circle", "point")}
-    assert [sent[int(m["data-call"])] for m in marks] == [e.tokens_after for e in multi.events]
+    assert [sent[int(m["data-call"])] for m in marks] == [e.tokens_after for e in multi_scenario.events]
 
 
-def test_a_team_page_has_every_fold_and_the_members_calls_in_their_own_lane(team: Scenario, tmp_path: Path) -> None:
-    page = Elements(report(team, tmp_path))
+def test_a_team_page_has_every_fold_and_the_members_calls_in_their_own_lane(
+    team_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = Elements(report(team_scenario, tmp_path))
     charts = page.all("svg", "chart")
     assert len(charts) == 2, "the leader's lane and the member's"
     marks = page.all("a", "fold-mark")
-    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in team.requests_before] and len(marks) == 3
+    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in team_scenario.requests_before] and len(marks) == 3
     assert [len(lane) for lane in page.lanes()] == [11, 20]
-    assert "Tester (team member)" in visible_text(report(team, tmp_path))
+    assert "Tester (team member)" in visible_text(report(team_scenario, tmp_path))
 
 
-@pytest.mark.parametrize("which", ["multi", "team"])
+@pytest.mark.parametrize("which", ["multi_scenario", "team_scenario"])
 def test_without_compression_is_counted_like_with_and_never_below_it(
     which: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -108,7 +102,7 @@ def test_without_compression_is_counted_like_with_and_never_below_it(
     assert before and all(p["data-without"] == p["data-sent"] for p in before), "the same count before any fold"
 
 
-@pytest.mark.parametrize("which", ["multi", "team"])
+@pytest.mark.parametrize("which", ["multi_scenario", "team_scenario"])
 def test_the_saved_figure_is_inspects_tokens_saved(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     scenario: Scenario = request.getfixturevalue(which)
     listed = json.loads(runner.invoke(app, ["inspect", "--db", scenario.db_file, "--json"]).stdout)
@@ -117,8 +111,10 @@ def test_the_saved_figure_is_inspects_tokens_saved(which: str, request: pytest.F
     assert saved_figure(report(scenario, tmp_path)) == expected
 
 
-def test_axes_have_whole_call_numbers_thousands_separators_and_labelled_folds(multi: Scenario, tmp_path: Path) -> None:
-    page = report(multi, tmp_path)
+def test_axes_have_whole_call_numbers_thousands_separators_and_labelled_folds(
+    multi_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = report(multi_scenario, tmp_path)
     chart = page[page.index("<svg") : page.index("</svg>")]
     ticks = re.findall(r'<text class="tick"[^>]*text-anchor="(middle|end)">([^<]*)</text>', chart)
     calls = [label for anchor, label in ticks if anchor == "middle"]
@@ -135,11 +131,13 @@ def test_axes_have_whole_call_numbers_thousands_separators_and_labelled_folds(mu
 def test_every_stored_text_is_escaped(tmp_path: Path) -> None:
     scenario = hostile_session(str(tmp_path / "hostile.db"))
     page = report(scenario, tmp_path)
-    assert "<script" not in page and "<h1 id=injected>" not in page and "onerror=" not in page.replace(
-        "onerror=&quot;", ""
+    assert (
+        "<script" not in page
+        and "<h1 id=injected>" not in page
+        and "onerror=" not in page.replace("onerror=&quot;", "")
     )
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
     assert HOSTILE in visible_text(page), "the text itself is shown, as text"
     assert "Content-Security-Policy" in page and "script-src" not in page, "and no script may run anyway"
-    assert 'evil &quot;&lt;b&gt;id&lt;/b&gt;&quot;' in page
+    assert "evil &quot;&lt;b&gt;id&lt;/b&gt;&quot;" in page
     assert "search_folded_history" in page and "Tool outputs shortened in context" in page

@@ -7,7 +7,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import pytest
 from agno.db.sqlite import SqliteDb
 from typer.testing import CliRunner
 
@@ -17,7 +16,7 @@ from agno_compression._databases import _session, open_db
 from agno_compression._store import store_for
 from agno_compression._timeline import Timeline, build_timeline, fold_reason
 from agno_compression.testing import loop_agent
-from tests.scenarios import Scenario, hostile_session, multi_run_session, team_session
+from tests.scenarios import Scenario, hostile_session
 
 
 def _timeline(scenario: Scenario, **kw: object) -> tuple[Timeline, list[CompressionRecord]]:
@@ -26,21 +25,11 @@ def _timeline(scenario: Scenario, **kw: object) -> tuple[Timeline, list[Compress
     return build_timeline(_session(db, scenario.session_id, scenario.db_file), records, **kw), records  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module")
-def multi(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return multi_run_session(str(tmp_path_factory.mktemp("multi") / "multi.db"))
-
-
-@pytest.fixture(scope="module")
-def team(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return team_session(str(tmp_path_factory.mktemp("team") / "team.db"))
-
-
-def test_each_fold_sits_before_the_call_it_came_before(multi: Scenario) -> None:
-    t, _ = _timeline(multi)
+def test_each_fold_sits_before_the_call_it_came_before(multi_scenario: Scenario) -> None:
+    t, _ = _timeline(multi_scenario)
     assert len(t.lanes) == 1 and len(t.lanes[0].runs) == 3
-    assert len(t.folds) == len(multi.events) >= 6
-    assert [f.call for f in t.folds] == [n + 1 for n in multi.requests_before]
+    assert len(t.folds) == len(multi_scenario.events) >= 6
+    assert [f.call for f in t.folds] == [n + 1 for n in multi_scenario.requests_before]
     calls = {c.number: c for c in t.lanes[0].calls}
     for fold in t.folds:
         assert not fold.estimated
@@ -48,28 +37,33 @@ def test_each_fold_sits_before_the_call_it_came_before(multi: Scenario) -> None:
     assert {f.run for f in t.folds} == {1, 2, 3}, "every run folds, the later ones their loaded history too"
 
 
-def test_inspect_says_which_call_of_its_run_each_fold_came_before(multi: Scenario) -> None:
-    t, _ = _timeline(multi)
-    shown = json.loads(CliRunner().invoke(app, ["inspect", "--db", multi.db_file, "--session", multi.session_id,
-                                                "--json"]).stdout)
+def test_inspect_says_which_call_of_its_run_each_fold_came_before(multi_scenario: Scenario) -> None:
+    t, _ = _timeline(multi_scenario)
+    shown = json.loads(
+        CliRunner()
+        .invoke(app, ["inspect", "--db", multi_scenario.db_file, "--session", multi_scenario.session_id, "--json"])
+        .stdout
+    )
     first_call = {r.run_id: r.first_call for r in t.lanes[0].runs}
     placed = [first_call[run["run_id"]] + f["before_call"] - 1 for run in shown["runs"] for f in run["folds"]]
     assert placed == [f.call for f in t.folds]
     assert [f["reason"] for run in shown["runs"] for f in run["folds"]] == [f.reason for f in t.folds]
 
 
-def test_records_older_than_call_index_are_placed_by_prompt_size(multi: Scenario) -> None:
-    db = open_db(multi.db_file)
-    old = [dataclasses.replace(r, call_index=None, budget=None) for r in store_for(db).events(multi.session_id)]
-    t = build_timeline(_session(db, multi.session_id, multi.db_file), old)
-    assert [f.call for f in t.folds] == [n + 1 for n in multi.requests_before]
+def test_records_older_than_call_index_are_placed_by_prompt_size(multi_scenario: Scenario) -> None:
+    db = open_db(multi_scenario.db_file)
+    old = [
+        dataclasses.replace(r, call_index=None, budget=None) for r in store_for(db).events(multi_scenario.session_id)
+    ]
+    t = build_timeline(_session(db, multi_scenario.session_id, multi_scenario.db_file), old)
+    assert [f.call for f in t.folds] == [n + 1 for n in multi_scenario.requests_before]
     assert all(f.estimated and f.reason == "unknown" for f in t.folds)
-    told = build_timeline(_session(db, multi.session_id, multi.db_file), old, budget=3_000)
-    assert [f.reason for f in told.folds] == [fold_reason(r) for r in store_for(db).events(multi.session_id)]
+    told = build_timeline(_session(db, multi_scenario.session_id, multi_scenario.db_file), old, budget=3_000)
+    assert [f.reason for f in told.folds] == [fold_reason(r) for r in store_for(db).events(multi_scenario.session_id)]
 
 
-def test_without_compression_is_what_was_sent_plus_what_earlier_folds_removed(multi: Scenario) -> None:
-    t, _ = _timeline(multi)
+def test_without_compression_is_what_was_sent_plus_what_earlier_folds_removed(multi_scenario: Scenario) -> None:
+    t, _ = _timeline(multi_scenario)
     lane = t.lanes[0]
     first = t.folds[0].call
     assert all(c.without == c.sent for c in lane.calls if c.number < first), "the same count before any fold"
@@ -95,22 +89,24 @@ def test_a_run_without_history_carries_no_earlier_savings(tmp_path: Path) -> Non
     assert second.calls[0].without == second.calls[0].sent
 
 
-def test_tokens_saved_is_the_one_stats_and_inspect_report(multi: Scenario) -> None:
-    t, _ = _timeline(multi)
-    listed = json.loads(CliRunner().invoke(app, ["inspect", "--db", multi.db_file, "--json"]).stdout)
-    assert t.stats.tokens_saved == stats(SqliteDb(db_file=multi.db_file), multi.session_id).tokens_saved
+def test_tokens_saved_is_the_one_stats_and_inspect_report(multi_scenario: Scenario) -> None:
+    t, _ = _timeline(multi_scenario)
+    listed = json.loads(CliRunner().invoke(app, ["inspect", "--db", multi_scenario.db_file, "--json"]).stdout)
+    assert (
+        t.stats.tokens_saved == stats(SqliteDb(db_file=multi_scenario.db_file), multi_scenario.session_id).tokens_saved
+    )
     assert t.stats.tokens_saved == listed[0]["tokens_saved"] == sum(f.saved for f in t.folds)
     assert t.stats.folds == listed[0]["folds"] == len(t.folds)
 
 
-def test_team_members_have_their_own_lane_and_the_leader_its_folds(team: Scenario) -> None:
-    t, _ = _timeline(team)
+def test_team_members_have_their_own_lane_and_the_leader_its_folds(team_scenario: Scenario) -> None:
+    t, _ = _timeline(team_scenario)
     leader, member = t.lanes
     assert (leader.kind, leader.member, leader.name) == ("team", False, "QA lead")
     assert (member.member, member.name, len(member.runs), len(member.calls)) == (True, "Tester", 10, 20)
     assert len(leader.calls) == 11 and t.calls == 31
-    assert [f.lane for f in t.folds] == [0] * len(team.events) and len(t.folds) == 3
-    assert [f.call for f in t.folds] == [n + 1 for n in team.requests_before]
+    assert [f.lane for f in t.folds] == [0] * len(team_scenario.events) and len(t.folds) == 3
+    assert [f.call for f in t.folds] == [n + 1 for n in team_scenario.requests_before]
     assert all(c.without == c.sent for c in member.calls), "nothing folded in the members' runs"
 
 
