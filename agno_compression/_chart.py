@@ -45,7 +45,7 @@ def lane_chart(
     history."""
     calls = lane.calls
     n = max(len(calls), 1)
-    peak = max([c.without for c in calls] + [c.sent for c in calls] + [f.record.tokens_before for f in lane.folds])
+    peak = max([c.without for c in calls] + [f.record.tokens_before for f in lane.folds], default=0)
     peak = max(peak, budget or 0, 1)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, height - TOP - BOTTOM
     room = peak * plot_h / (plot_h - 20)  # the top 20 units stay free for the run labels

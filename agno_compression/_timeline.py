@@ -311,13 +311,14 @@ def build_timeline(
 ) -> Timeline:
     """The timeline of an agno session (``AgentSession``, ``TeamSession``, ``WorkflowSession``) and its records.
 
-    ``budget`` is used for records that do not carry their own (older ones) and drawn when none does.
+    ``budget`` is the line to draw (default: the newest one the records carry) and tells the reason of records
+    that do not carry their own (older ones).
     """
     counter = counter or TokenCounter("gpt-4o")
     lanes = _lanes(session, counter)
-    budgets = [r.budget for r in records if r.budget is not None]
-    budget = budgets[-1] if budgets else budget
     folds = [Fold(n, r, fold_reason(r, budget)) for n, r in enumerate(records, 1)]
+    if budget is None:  # the line: the budget given, else the newest one the records carry
+        budget = next((r.budget for r in reversed(records) if r.budget is not None), None)
     by_id = {m.id: m for lane in lanes for run in lane.runs for m in run.messages}
     claimed: set[int] = set()
     for li, lane in enumerate(lanes):

@@ -53,6 +53,11 @@ def answer_of(result: Any) -> str:
     return str(result.content or "")
 
 
+def plural(n: int, word: str) -> str:
+    """``1 fold``, ``2 folds``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def print_answer(title: str, text: str) -> None:
     """``text`` under a separator line, wrapped between words."""
     print(f"\n── {title} " + "─" * max(3, 76 - len(title)))
@@ -62,9 +67,10 @@ def print_answer(title: str, text: str) -> None:
 
 def print_folds(manager: CompressionManager, db_file: Path, session_id: str | None = None) -> None:
     """What was folded, and where the full record is (and the command that shows the session's page)."""
-    print(f"\n{len(manager.events)} compression events:")
+    print(f"\n{plural(len(manager.events), 'compression event')}:")
     for n, event in enumerate(manager.events, 1):
-        what = f"folded {len(event.folded_ids)} messages" if event.folded_ids else f"masked {len(event.masked_ids)}"
+        folded, masked = len(event.folded_ids), len(event.masked_ids)
+        what = f"folded {plural(folded, 'message')}" if folded else f"masked {plural(masked, 'tool output')}"
         print(f"  {n}. {event.strategy}: {what}, prompt {event.tokens_before:,} -> {event.tokens_after:,} tokens")
     last = next((e.summary for e in reversed(manager.events) if e.summary), None)
     if last:

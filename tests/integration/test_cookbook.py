@@ -38,7 +38,7 @@ def _run(example: str, out: Path) -> str:
 def test_example_runs_offline(example: str, tmp_path: Path) -> None:
     stdout = _run(example, tmp_path)
     assert "Offline: a scripted model" in stdout
-    assert "compression events" in stdout and "extractive: folded" in stdout
+    assert "compression event" in stdout and "extractive: folded" in stdout
     assert f"Every original message is stored in {tmp_path}" in stdout
     assert list(tmp_path.glob("*.db"))
 

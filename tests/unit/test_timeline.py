@@ -35,6 +35,10 @@ def test_each_fold_sits_before_the_call_it_came_before(multi_scenario: Scenario)
         assert not fold.estimated
         assert calls[fold.call].sent == fold.record.tokens_after, "the call after a fold is sent what the fold left"
     assert {f.run for f in t.folds} == {1, 2, 3}, "every run folds, the later ones their loaded history too"
+    calls_in_run = [f.call - t.lanes[0].runs[f.run - 1].first_call + 1 for f in t.folds]  # type: ignore[operator,index]
+    assert [e.call_index for e in multi_scenario.events] == calls_in_run, "the FoldEvent says it too"
+    assert {e.budget for e in multi_scenario.events} == {3_000} == {f.record.budget for f in t.folds}
+    assert t.budget == 3_000 and _timeline(multi_scenario, budget=5_000)[0].budget == 5_000, "--budget draws its line"
 
 
 def test_inspect_says_which_call_of_its_run_each_fold_came_before(multi_scenario: Scenario) -> None:
