@@ -201,7 +201,9 @@ def _fold(t: Timeline, fold: Fold, counter: TokenCounter) -> str:
     summary = r.summary or ""
     ledger = section_lines(summary, SECTION)
     ledger_html = (
-        '<div class="ledger" aria-label="ledger">' + "".join(f"<div>{e(line)}</div>" for line in ledger) + "</div>"
+        '<div class="ledger-title">The ledger: the working state the summary carries</div><div class="ledger">'
+        + "".join(f"<div>{e(line)}</div>" for line in ledger)
+        + "</div>"
         if ledger
         else ""
     )

@@ -55,7 +55,8 @@ def index_page(rows: list[dict[str, Any]], query: str, source: str) -> str:
             f'<td class="num">{r["runs"]:,}</td><td class="num">{r["folds"]:,}</td>'
             f'<td class="num">{r["tokens_saved"]:,}</td><td class="num">{_when(r.get("updated_at"))}</td></tr>'
         )
-    found = f"{len(shown):,} of {plural(len(rows), 'session')} match" if query.strip() else plural(len(rows), "session")
+    matched = f"{len(shown):,} of {plural(len(rows), 'session')} match{'es' if len(shown) == 1 else ''}"
+    found = matched if query.strip() else plural(len(rows), "session")
     table = (
         '<table class="sessions"><thead><tr><th>session</th><th>owner</th><th>first request</th>'
         '<th class="num">runs</th><th class="num">folds</th><th class="num">tokens saved</th>'
