@@ -6,17 +6,23 @@ Bad input exits with code 2 and one clear line on stderr.
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.padding import Padding
 from rich.progress import Progress
 from rich.table import Table
+from rich.text import Text
 
 from . import __version__
-from ._databases import SQLITE_HEADER, _output_file, _owner, _session, _sessions, _text_option, fail, open_db, reading
+from ._config import MIN_BUDGET
+from ._databases import SQLITE_HEADER, _output_file, _session, _sessions, _text_option, fail, open_db, reading
 from ._exceptions import ConfigError
+from ._page import plural
 from .eval import Trajectory, load_trajectories
 
 app = typer.Typer(
@@ -62,23 +68,49 @@ def _from_db(spec: str) -> list[Trajectory]:
 
 
 def _load(paths: list[str]) -> list[Trajectory]:
-    runs: list[Trajectory] = []
+    """Every recorded conversation of ``paths``; two files whose conversations would share a name (the same file
+    name in two folders) are told apart by their paths."""
+    from .eval._loaders import _trajectory_files
+
+    found: list[tuple[str, Trajectory]] = []
     for spec in paths:
         _text_option("PATH", spec)  # '' would mean the current directory
         if "://" in spec or (Path(spec).is_file() and _is_sqlite(Path(spec))):
             with reading(spec):
-                runs += _from_db(spec)
+                found += [(spec, t) for t in _from_db(spec)]
             continue
         path = Path(spec)
         if not path.exists():
             raise fail(f"{path}: no such file or directory")
         try:
-            runs += load_trajectories(path)
+            for file in _trajectory_files(path) if path.is_dir() else [path]:
+                found += [(str(file), t) for t in load_trajectories(file)]
         except ConfigError as exc:
             raise fail(str(exc)) from exc
-    if not runs:
+    if not found:
         raise fail("no recorded conversation found in " + ", ".join(paths))
-    return runs
+    names: dict[str, set[str]] = {}
+    for where, t in found:
+        names.setdefault(t.name, set()).add(where)
+    return [
+        replace(t, name=f"{Path(where).with_suffix('')}#{t.name.split('#', 1)[-1]}") if len(names[t.name]) > 1 else t
+        for where, t in found
+    ]
+
+
+def _console(need: int = 0) -> Console:
+    """Stdout's console: the terminal's width; piped, ``COLUMNS`` or wide enough for ``need`` columns."""
+    if Console().is_terminal:
+        return Console()
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=int(columns) if columns.isdigit() else max(160, need))
+
+
+def _check_budget(values: list[int] | None) -> None:
+    """One rule for every command's ``--budget``: compress_at_tokens' own minimum."""
+    for value in values or []:
+        if value < MIN_BUDGET:
+            raise fail(f"--budget must be at least {MIN_BUDGET} tokens (compress_at_tokens' minimum), got {value}")
 
 
 @app.command("eval")
@@ -99,9 +131,11 @@ def eval_command(
         ),
     ] = ["extractive"],  # noqa: B006
     budget: Annotated[
-        list[int] | None, typer.Option("--budget", "-b", help="compress_at_tokens; repeat for several.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
+        list[int],
+        typer.Option("--budget", "-b", help=f"compress_at_tokens (at least {MIN_BUDGET}); repeat for several."),
+    ] = [16000],  # noqa: B006
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows (every measure), not a table.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column and whole input names (a wide terminal).")] = False,
     only_over: Annotated[
         bool,
         typer.Option(
@@ -111,15 +145,12 @@ def eval_command(
 ) -> None:
     """Replay recorded conversations offline, with and without compression, and compare."""
     from .eval import evaluate, totals
+    from .eval._table import NARROW_NOTE, eval_table
 
-    if budget is None:
-        budget = [16000]
     for s in summarizer:
         if s not in ("extractive", "mask", "pipeline"):
             raise fail(f"--summarizer {s!r} is not available offline; choose extractive, mask or pipeline")
-    for b in budget:
-        if b < 256:
-            raise fail(f"--budget must be >= 256, got {b}")
+    _check_budget(budget)
     runs = _load(paths)
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("replaying", total=len(runs))
@@ -132,54 +163,19 @@ def eval_command(
             json.dumps({"rows": [r.to_dict() for r in rows], "totals": [t.to_dict() for t in summary]}, indent=2)
         )
         return
-    table = Table(title=f"{len(runs)} conversations replayed; {len(rows)} rows over budget" if only_over else None)
-    for col in (
-        "input",
-        "setting",
-        "budget",
-        "calls",
-        "peak (none)",
-        "peak",
-        "cumulative vs none",
-        "cost cached 0.1x vs none",
-        "cost cached 0.25x vs none",
-        "acted-on facts at end",
-        "next-step grounding",
-        "over budget",
-        "folds",
-        "masks",
-        "summarizer calls",
-        "pair violations",
-        "fact retention per summary",
-    ):
-        table.add_column(col, justify="left" if col in ("input", "setting") else "right")
-    for r in [*rows, *summary]:
-        ratio = r.cumulative_prompt / r.cumulative_prompt_uncompressed if r.cumulative_prompt_uncompressed else 0
-        retention = f"{r.fact_retention:.0%}" if r.fact_retention is not None else "-"
-        table.add_row(
-            r.input[-48:],
-            r.setting,
-            f"{r.budget:,}",
-            str(r.model_calls),
-            f"{r.peak_prompt_uncompressed:,}",
-            f"{r.peak_prompt:,}",
-            f"{ratio:.1%}",
-            _ratio(r.cost_ratio(0.1)),
-            _ratio(r.cost_ratio(0.25)),
-            _ratio(r.acted_retention),
-            _ratio(r.grounding),
-            str(r.calls_over_budget),
-            str(r.folds),
-            str(r.masks),
-            str(r.summarizer_calls),
-            str(r.pair_violations),
-            retention,
+    replayed = plural(len(runs), "conversation") + " replayed"
+    if not rows:
+        budgets = " or ".join(f"{b:,}" for b in budget)
+        typer.echo(
+            f"{replayed}; none has an uncompressed peak over the budget ({budgets} tokens), so there is nothing to "
+            "compare. --all reports every conversation; a smaller --budget folds sooner."
         )
-    Console(width=None if Console().is_terminal else 200).print(table)
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
+        return
+    title = f"{replayed}; {plural(len(rows), 'row')} over budget" if only_over else replayed
+    console = _console(need=10_000 if wide else 0)
+    console.print(eval_table(rows, summary, wide=wide, title=title, width=console.width))
+    if not wide:
+        console.print(NARROW_NOTE, style="dim", highlight=False, markup=False)
 
 
 DbOption = Annotated[str, typer.Option("--db", help="SQLAlchemy URL or SQLite file path of the agent's database.")]
@@ -195,50 +191,59 @@ def inspect_command(
     full: Annotated[bool, typer.Option("--full", help="Print whole summaries, not their first lines.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
-    """List a database's sessions, or one session's timeline of model calls and folds."""
+    """List a database's sessions (newest first), or one session's timeline of model calls and folds."""
     _text_option("--session", session)
     _text_option("--schema", schema)
     with reading(db):
-        _inspect(db, session, schema, ids=ids, full=full, as_json=as_json)
+        handle = open_db(db, schema=schema)
+        if session is None:
+            _list_sessions(db, handle, as_json=as_json)
+        else:
+            _timeline(db, handle, session, ids=ids, full=full, as_json=as_json)
 
 
-def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, full: bool, as_json: bool) -> None:
-    from ._sessions import records_of_run, session_runs, stats
-    from ._store import store_for
+def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
+    from ._report import session_rows
 
-    handle = open_db(db, schema=schema)
-    store = store_for(handle)
-    console = Console(width=None if Console().is_terminal else 160)
-    if session is None:
-        rows = []
-        for s in _sessions(handle):
-            st = stats(store, s.session_id) if store is not None else None
-            rows.append(
-                {
-                    "session_id": s.session_id,
-                    "owner": _owner(s),
-                    "runs": len(s.runs or []),
-                    "messages": sum(len([m for m in r.messages or [] if not m.from_history]) for r in session_runs(s)),
-                    "folds": st.folds if st else 0,
-                    "tokens_saved": st.tokens_saved if st else 0,
-                }
-            )
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-            return
-        table = Table(title=f"{len(rows)} sessions in {db}")
-        for col in ("session_id", "owner", "runs", "messages", "folds", "tokens_saved"):
-            table.add_column(col, justify="left" if col in ("session_id", "owner") else "right")
-        for r in rows:
-            table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()))
+    rows = session_rows(handle)
+    if as_json:
+        listed = [{k: v for k, v in r.items() if k not in ("updated_at", "request")} for r in rows]
+        typer.echo(json.dumps(listed, indent=2))
+        return
+    columns = ("session_id", "owner", "runs", "messages", "folds", "tokens_saved")
+    title = f"{plural(len(rows), 'session')} in {db}"
+    longest = max((len(str(r["session_id"])) for r in rows), default=10)
+    console = _console(need=longest + 70)
+    table = Table(title=title)
+    for col in columns:
+        if col == "session_id":  # ids stay whole: they are pasted into --session
+            table.add_column(col, no_wrap=True, min_width=longest)
+        else:
+            table.add_column(col, justify="left" if col == "owner" else "right", overflow="fold")
+    for r in rows:
+        table.add_row(*(f"{r[c]:,}" if isinstance(r[c], int) else str(r[c]) for c in columns))
+    if table.__rich_measure__(console, console.options).minimum <= console.width:
         console.print(table)
         return
+    console.print(title, highlight=False, markup=False)  # too narrow for the table: one block per session
+    for r in rows:
+        console.print(f"\n{r['session_id']}", soft_wrap=True, highlight=False, markup=False)
+        facts = f"  {r['owner']} · {plural(int(r['runs']), 'run')} · {plural(int(r['messages']), 'message')} · "
+        facts += f"{plural(int(r['folds']), 'fold')} · {int(r['tokens_saved']):,} tokens saved"
+        console.print(facts, highlight=False, markup=False)
+
+
+def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
+    from ._sessions import records_of_run, session_runs
+    from ._store import store_for
+    from ._timeline import fold_reason
+
     found = _session(handle, session, db)
+    store = store_for(handle)
     records = store.events(session) if store is not None else []
     timeline = []
     for run in session_runs(found):
         calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
-        folds = records_of_run(records, run)
         timeline.append(
             {
                 "run_id": run.run_id,
@@ -249,6 +254,9 @@ def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, ful
                 "folds": [
                     {
                         "record_id": f.id,
+                        "before_call": f.call_index,
+                        "reason": fold_reason(f),
+                        "budget": f.budget,
                         "strategy": f.strategy,
                         "tokens_before": f.tokens_before,
                         "tokens_after": f.tokens_after,
@@ -256,31 +264,60 @@ def _inspect(db: str, session: str | None, schema: str | None, *, ids: bool, ful
                         "folded_ids": f.folded_ids,
                         "summary": f.summary,
                     }
-                    for f in folds
+                    for f in records_of_run(records, run)
                 ],
             }
         )
     if as_json:
         typer.echo(json.dumps({"session_id": session, "runs": timeline}, indent=2))
         return
+    console = _console(need=160)
     for run in timeline:
         title = f"run {run['run_id']} ({run['status']}{', member run' if run['member_of'] else ''}): "
-        title += f"{run['model_calls']} model calls, prompt tokens {run['prompt_tokens']}"
-        console.print(title, highlight=False, markup=False)
-        if not run["folds"]:
-            continue
-        table = Table(show_lines=True)
-        for col in ("#", "strategy", "tokens before -> after", "folded", "summary"):
-            table.add_column(col)
-        for f in run["folds"]:
-            summary = f["summary"] or ""
-            if not full:
-                summary = "\n".join(summary.splitlines()[:6]) + ("\n…" if summary.count("\n") >= 6 else "")
-            folded = str(f["folded"]) + ("\n" + "\n".join(f["folded_ids"]) if ids else "")
-            table.add_row(
-                str(f["record_id"]), f["strategy"], f"{f['tokens_before']:,} -> {f['tokens_after']:,}", folded, summary
-            )
+        title += f"{plural(int(run['model_calls']), 'model call')}, prompt tokens {run['prompt_tokens']}"
+        console.print(title, highlight=False, markup=False, soft_wrap=True)
+        if run["folds"]:
+            _print_folds(console, run["folds"], ids=ids, full=full)
+
+
+def _print_folds(console: Console, folds: list[dict[str, Any]], *, ids: bool, full: bool) -> None:
+    """A run's folds as a table, or one block per fold where the terminal is too narrow for the table."""
+    from ._timeline import REASONS
+
+    table = Table(show_lines=True)
+    for col in ("#", "before call", "reason", "strategy", "tokens before -> after", "folded"):
+        table.add_column(col, no_wrap=col != "folded" or ids, min_width=36 if col == "folded" and ids else None)
+    table.add_column("summary", min_width=30, overflow="fold")
+    cells = []
+    for f in folds:
+        summary = f["summary"] or ""
+        if not full:
+            summary = "\n".join(summary.splitlines()[:6]) + ("\n…" if summary.count("\n") >= 6 else "")
+        ids_text = "\n".join(f["folded_ids"]) if ids else ""
+        row = [
+            str(f["record_id"]),
+            str(f["before_call"] or "-"),
+            REASONS[f["reason"]],
+            f["strategy"],
+            f"{f['tokens_before']:,} -> {f['tokens_after']:,}",
+            str(f["folded"]) + (f"\n{ids_text}" if ids else ""),
+            summary,
+        ]
+        table.add_row(*row)
+        cells.append((row, ids_text, summary))
+    if table.__rich_measure__(console, console.options).minimum <= console.width:
         console.print(table)
+        return
+    for row, ids_text, summary in cells:  # ids stay whole on their own lines; the summary wraps
+        console.print(
+            f"fold {row[0]} · before call {row[1]} · {row[2]} · {row[3]} · {row[4]} tokens · "
+            f"{plural(int(row[5].split()[0]), 'message')} folded",
+            highlight=False,
+            markup=False,
+        )
+        for line in ids_text.splitlines():
+            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
+        console.print(Padding(Text(summary), (0, 0, 1, 2)))
 
 
 @app.command("export")
@@ -319,46 +356,67 @@ def export_command(
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
-    typer.echo(f"wrote {len(lines)} examples to {out}", err=True)
+    typer.echo(f"wrote {plural(len(lines), 'example')} to {out}", err=True)
+
+
+BudgetLine = Annotated[
+    int | None,
+    typer.Option(
+        "--budget",
+        help=f"The budget line to draw, and to tell over-budget folds from early ones in records that predate "
+        f"storing it (at least {MIN_BUDGET}).",
+        show_default="the compress_at_tokens stored with the session's folds",
+    ),
+]
 
 
 @app.command("report")
 def report_command(
     db: DbOption,
-    session: Annotated[str, typer.Option("--session", help="The session to draw.")],
-    out: Annotated[
-        Path, typer.Option("--out", help="Chart file (.png or .svg); an .html page is written beside it.")
-    ] = Path("compression-report.png"),
-    budget: Annotated[int | None, typer.Option("--budget", help="Draw the compress_at_tokens line.")] = None,
+    session: Annotated[str, typer.Option("--session", help="The session to show.")],
+    out: Annotated[Path, typer.Option("--out", help="The page to write: one self-contained .html file.")] = Path(
+        "compression-report.html"
+    ),
+    budget: BudgetLine = None,
     schema: SchemaOption = None,
 ) -> None:
-    """Draw prompt tokens per model call, with and without compression, folds marked."""
-    from ._sessions import session_runs
-    from ._store import store_for
-    from .eval import draw, session_series
+    """Write a session's page: prompt size per model call, each fold where it happened, what it folded and why."""
+    from ._report import report_page
 
-    if out.suffix not in (".png", ".svg"):
-        raise fail(f"--out must end in .png or .svg, got {out.name!r}")
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise fail(f"--out must end in .html (the report is one self-contained page), got {out.name!r}")
     _output_file("--out", out)
     _text_option("--session", session)
     _text_option("--schema", schema)
-    if budget is not None and budget <= 0:
-        raise fail(f"--budget must be a positive number of tokens, got {budget}")
+    _check_budget([budget] if budget is not None else None)
     with reading(db):
-        handle = open_db(db, schema=schema)
-        found = _session(handle, session, db)
-        store = store_for(handle)
-        records = store.events(session) if store is not None else []
-        runs = session_runs(found, top_level=True)
-    series = session_series(runs, records, f"session {session}")
-    series.budget = budget
-    if not series.with_compression:
-        raise fail(f"session {session!r} has no model calls to draw")
+        page = report_page(open_db(db, schema=schema), session, db, budget=budget)
     try:
-        page = draw(series, out)
+        out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
-    typer.echo(f"wrote {out} and {page}")
+    typer.echo(f"wrote {out}")
+
+
+@app.command("serve")
+def serve_command(
+    db: DbOption,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (this machine only by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8321,
+    schema: SchemaOption = None,
+) -> None:
+    """Browse a database's sessions in a web browser: a searchable list, newest first, and each session's page."""
+    from ._serve import serve
+
+    _text_option("--schema", schema)
+    _text_option("--host", host)
+    if not 0 <= port <= 65535:
+        raise fail(f"--port must be from 0 to 65535, got {port}")
+    with reading(db):
+        open_db(db, schema=schema).db_engine.dispose()  # a bad --db fails here, before listening
+    serve(db, schema=schema, host=host, port=port)
 
 
 def main() -> None:

@@ -117,10 +117,14 @@ def _optional_str(name: str, value: Any) -> None:
         raise _bad(name, value, "None or a string")
 
 
+MIN_BUDGET = 256
+"""The smallest ``compress_at_tokens``, and the smallest ``--budget`` any command takes."""
+
+
 def check_options(manager: Any) -> None:
     """Raise ``ConfigError`` for the first option of ``manager`` with a wrong type or value; resolve ``model``."""
     m = manager
-    _int("compress_at_tokens", m.compress_at_tokens, 256)
+    _int("compress_at_tokens", m.compress_at_tokens, MIN_BUDGET)
     _summarizer(m.summarizer)
     if not _is_real(m.target_ratio) or not 0.05 <= m.target_ratio <= 1.0:
         raise _bad("target_ratio", m.target_ratio, "a number from 0.05 to 1.0")

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import typer
 
@@ -47,7 +48,7 @@ def _damage(spec: str) -> str | None:
     if path is None or not path.is_file():
         return None
     try:
-        with contextlib.closing(sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)) as conn:
+        with contextlib.closing(sqlite3.connect(read_only_uri(path), uri=True)) as conn:
             rows = conn.execute("PRAGMA quick_check").fetchall()
     except sqlite3.DatabaseError as exc:
         return str(exc)
@@ -99,12 +100,25 @@ def _output_file(option: str, path: Path) -> Path:
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+def read_only_uri(path: Path) -> str:
+    """A SQLite URI that reads ``path`` and leaves nothing beside it.
+
+    ``mode=ro`` alone still creates ``-wal`` and ``-shm`` files next to a WAL database, and leaves them. With no
+    ``-wal`` or ``-journal`` file there (no writer in the middle of something) the file is opened ``immutable``,
+    which creates nothing; otherwise those files exist already and ``mode=ro`` reads the writer's committed pages.
+    """
+    resolved = path.resolve()
+    busy = any(Path(f"{resolved}{suffix}").exists() for suffix in ("-wal", "-journal"))
+    return f"file:{quote(str(resolved), safe='/')}?mode=ro" + ("" if busy else "&immutable=1")
+
+
 def open_db(spec: str, *, schema: str | None = None) -> Any:
     """An agno db for ``--db`` (a SQLAlchemy URL or a SQLite file path), opened read-only."""
     _text_option("--db", spec)
     from sqlalchemy import create_engine, inspect
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+    from sqlalchemy.pool import NullPool
 
     if "://" in spec:
         try:
@@ -131,7 +145,12 @@ def open_db(spec: str, *, schema: str | None = None) -> Any:
         with path.open("rb") as fh:
             if fh.read(16) != SQLITE_HEADER:
                 raise fail(f"{spec}: not a SQLite database")
-        engine = create_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true")
+        uri = read_only_uri(path)
+        engine = create_engine(
+            "sqlite://",  # the URI goes to sqlite3 as is: no URL parsing of the path
+            creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+            poolclass=NullPool,
+        )
         schema = None
     try:
         has_sessions = inspect(engine).has_table("agno_sessions", schema=schema)
@@ -150,12 +169,13 @@ def open_db(spec: str, *, schema: str | None = None) -> Any:
 
 
 def _sessions(db: Any) -> list[Any]:
+    """Every session of every kind (agent, team, workflow), newest first (by last update)."""
     from agno.db.base import SessionType
 
     out: list[Any] = []
     for kind in (SessionType.AGENT, SessionType.TEAM, SessionType.WORKFLOW):
         out += db.get_sessions(session_type=kind) or []
-    return out
+    return sorted(out, key=lambda s: -(getattr(s, "updated_at", None) or getattr(s, "created_at", None) or 0))
 
 
 def _owner(session: Any) -> str:

@@ -439,7 +439,8 @@ class Folder:
         return ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size)
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
-        state.folded_at = state.calls
+        state.folded_at = event.call_index = state.calls
+        event.budget = self.config.compress_at_tokens
         state.events.append(event)
         events = self.config.events
         events.append(event)

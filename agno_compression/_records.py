@@ -54,6 +54,11 @@ class FoldEvent:
     """Token usage of the summarizer call, if a model wrote the summary."""
     record_id: int | None = None
     """Id of the stored compression record, once written."""
+    call_index: int | None = None
+    """Which model call of the run (1-based) the fold came before (an overflow retry: the call that overflowed)."""
+    budget: int | None = None
+    """``compress_at_tokens`` when the fold was made: ``tokens_before`` above it means the budget forced the fold,
+    at or below it that the fold paid for the prompt cache it broke (strategy ``overflow:...``: a retry)."""
 
 
 class FoldRecorder:
@@ -193,6 +198,8 @@ class FoldRecorder:
             summarizer_model=event.summarizer_model,
             summarizer_usage=event.summarizer_usage,
             created_at=event.created_at,
+            call_index=event.call_index,
+            budget=event.budget,
         )
         try:
             event.record_id = owner.store.record(row)

@@ -219,7 +219,12 @@ class SessionStats:
 
 def stats(db_or_store: Any, session_id: str) -> SessionStats:
     """Compression statistics of ``session_id`` from an agno db (``SqliteDb``, ``PostgresDb``, ...) or a store."""
-    rows = _as_store(db_or_store).events(session_id)
+    return stats_of(session_id, _as_store(db_or_store).events(session_id))
+
+
+def stats_of(session_id: str, rows: Sequence[CompressionRecord]) -> SessionStats:
+    """``stats`` of records already read (oldest first): the one definition of "tokens saved" that ``inspect``,
+    ``report`` and ``serve`` show too."""
     strategies: dict[str, int] = {}
     for r in rows:
         strategies[r.strategy] = strategies.get(r.strategy, 0) + 1

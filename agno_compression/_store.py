@@ -14,7 +14,6 @@ agno's side of a session (its runs and messages, stats, snapshots) is ``_session
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -23,27 +22,12 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
-from sqlalchemy import (
-    JSON,
-    Column,
-    Float,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    bindparam,
-    create_engine,
-    insert,
-    inspect,
-    select,
-)
-from sqlalchemy.dialects import mysql
+from sqlalchemy import bindparam, create_engine, insert, inspect, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from ._exceptions import ConfigError, StoreError
+from ._tables import ADDED_COLUMNS, KNOWN_LOCK, KNOWN_TABLES, add_columns, columns_of, known_key, records_table
 
 log = logging.getLogger("agno_compression")
 
@@ -74,6 +58,10 @@ class CompressionRecord:
     schema_version: int = SCHEMA_VERSION
     id: int | None = None
     """Assigned by the database on insert."""
+    call_index: int | None = None
+    """Which model call of its run (1-based) the fold came before; ``None`` in records older than this field."""
+    budget: int | None = None
+    """``compress_at_tokens`` when the fold was made; ``None`` in records older than this field."""
 
 
 @dataclass(frozen=True)
@@ -107,32 +95,6 @@ class CompressionStore(Protocol):
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of a session, oldest first. Raises ``StoreError``."""
         ...
-
-
-@functools.lru_cache(maxsize=64)
-def _table(schema: str | None, name: str) -> Table:
-    # One Table per schema and name for the whole process: SQLAlchemy caches compiled statements per Table,
-    # so a new store (a new agent or db object) on the same engine compiles nothing again.
-    return Table(
-        name,
-        MetaData(schema=schema),
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("session_id", String(255), nullable=False),
-        Column("owner_type", String(16), nullable=False),
-        Column("owner_id", String(255), nullable=True),
-        Column("run_id", String(255), nullable=True),
-        # MySQL's FLOAT is single precision (a unix time would lose minutes): DOUBLE there.
-        Column("created_at", Float().with_variant(mysql.DOUBLE(), "mysql", "mariadb"), nullable=False),
-        Column("strategy", String(128), nullable=False),
-        Column("summary", Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb"), nullable=True),  # TEXT: 64 KB
-        Column("folded_ids", JSON, nullable=False),
-        Column("tokens_before", Integer, nullable=False),
-        Column("tokens_after", Integer, nullable=False),
-        Column("summarizer_model", String(255), nullable=True),
-        Column("summarizer_usage", JSON, nullable=True),
-        Column("schema_version", Integer, nullable=False),
-        Index(f"ix_{name}_session_id", "session_id"),
-    )
 
 
 def merge_rows(
@@ -181,20 +143,6 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
     return merge_rows(rows, stored_ids)
 
 
-_KNOWN_TABLES: set[tuple[str, str | None, str]] = set()
-"""Tables this process created or saw, by database URL, schema and name."""
-_KNOWN_LOCK = threading.Lock()
-
-
-def _known_key(engine: Engine, schema: str | None, name: str) -> tuple[str, str | None, str] | None:
-    url = engine.url
-    database = url.database or ""
-    in_memory = not database or ":memory:" in database or url.query.get("mode") == "memory"
-    if url.get_backend_name() == "sqlite" and in_memory:
-        return None  # an in-memory SQLite is a new database per engine (or per connection)
-    return url.render_as_string(hide_password=True), schema, name
-
-
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
@@ -217,12 +165,14 @@ class SQLAlchemyStore:
             raise ConfigError(f"table_name must be letters, digits and underscores, got {table_name!r}")
         self.engine = engine
         self.schema = schema if engine.dialect.name != "sqlite" else None
-        self.table = t = _table(self.schema, table_name)
-        self._known = _known_key(engine, self.schema, table_name)
+        self.table = t = records_table(self.schema, table_name)
+        self._known = known_key(engine, self.schema, table_name)
         self._ready = False
+        self._columns: frozenset[str] = frozenset()
+        """The columns the table in the database has (known once ready): an older table may lack ``ADDED_COLUMNS``."""
+        self._writable = False
         self._lock = threading.Lock()
         self._insert = insert(t)
-        self._select = select(t).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
         self._keys = select(t.c.id, t.c.created_at).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
         merged = select(t.c.id, t.c.created_at, *(t.c[name] for name in MERGE_FIELDS[1:]))
         self._rows = merged.where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
@@ -259,13 +209,16 @@ class SQLAlchemyStore:
     def ensure_table(self) -> None:
         """Create the table and its index if missing; idempotent and safe against concurrent creators.
 
-        Done once per process and database: a table this process created or saw is not checked again
-        (a write that then finds it gone creates it again).
+        Done once per process and database: a table this process created or saw with every column is not
+        checked again (a write that then finds it gone creates it again). An older table gets ``ADDED_COLUMNS``.
         """
-        if self._ready:
+        if self._writable:
             return
         with self._lock:
-            if self._ready or self._seen():
+            if self._writable:
+                return
+            if (self._ready or self._seen()) and self._columns.issuperset(ADDED_COLUMNS):
+                self._writable = True
                 return
             delay = 0.05
             for attempt in range(_LOCK_RETRIES):
@@ -284,27 +237,29 @@ class SQLAlchemyStore:
                         delay *= 2
                         continue
                     raise StoreError(f"cannot create table {self.table.name!r}: {exc}") from exc
-            self._mark_ready()
+            self._mark_ready(add_columns(self.engine, self.table, ADDED_COLUMNS))
+            self._writable = True
 
     def _seen(self) -> bool:
         """Whether this process already created or saw the table (then this store is ready too)."""
-        with _KNOWN_LOCK:
-            if self._known is None or self._known not in _KNOWN_TABLES:
-                return False
-        self._ready = True
+        with KNOWN_LOCK:
+            columns = KNOWN_TABLES.get(self._known) if self._known is not None else None
+        if columns is None:
+            return False
+        self._columns, self._ready = columns, True
         return True
 
-    def _mark_ready(self) -> None:
-        self._ready = True
+    def _mark_ready(self, columns: frozenset[str]) -> None:
+        self._columns, self._ready = columns, True
         if self._known is not None:
-            with _KNOWN_LOCK:
-                _KNOWN_TABLES.add(self._known)
+            with KNOWN_LOCK:
+                KNOWN_TABLES[self._known] = columns
 
     def _table_exists(self) -> bool:
         if self._ready or self._seen():
             return True
         if inspect(self.engine).has_table(self.table.name, schema=self.schema):
-            self._mark_ready()
+            self._mark_ready(columns_of(self.engine, self.table))
         return self._ready
 
     def _table_lost(self) -> bool:
@@ -314,9 +269,10 @@ class SQLAlchemyStore:
                 return False
         except SQLAlchemyError:
             return False  # the database itself fails: the statement's own error says more
-        self._ready = False
-        with _KNOWN_LOCK:
-            _KNOWN_TABLES.discard(self._known)
+        self._ready = self._writable = False
+        with KNOWN_LOCK:
+            if self._known is not None:
+                KNOWN_TABLES.pop(self._known, None)
         with self._parsed_lock:
             self._parsed.clear()
         return True
@@ -337,7 +293,8 @@ class SQLAlchemyStore:
             raise StoreError("a compression record needs a session_id")
         self.ensure_table()
         # The table's columns are the record's fields; the database assigns ``id``.
-        values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord) if f.name != "id"}
+        values = {f.name: getattr(row, f.name) for f in fields(CompressionRecord) if f.name in self._columns}
+        values.pop("id", None)
         values["folded_ids"] = list(row.folded_ids)
         delay = 0.05
         recreated = False
@@ -364,13 +321,15 @@ class SQLAlchemyStore:
         try:
             if not self._table_exists():
                 return []
+            t = self.table
+            query = select(*(c for c in t.columns if c.name in self._columns))  # an older table lacks some
             with self.engine.connect() as conn:
-                rows = conn.execute(self._select, {"sid": session_id}).mappings().all()
+                rows = conn.execute(query.where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
         except SQLAlchemyError as exc:
             if self._table_lost():
                 return []
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        names = [f.name for f in fields(CompressionRecord)]
+        names = [f.name for f in fields(CompressionRecord) if f.name in self._columns]
         records = [CompressionRecord(**{n: r[n] for n in names}) for r in rows]
         for record in records:
             record.folded_ids = [str(i) for i in record.folded_ids or []]

@@ -18,7 +18,7 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import database_path, pick_model, print_folds
+from _common import answer_of, database_path, pick_model, print_answer, print_folds
 
 from agno_compression import CompressionManager, full_messages
 from agno_compression.testing import Reply, ScriptInfo, ToolCall
@@ -84,10 +84,10 @@ def main() -> None:
         )
     )
     result = agent.run("Compare the main AI competitors: funding, focus and flagship product.")
-    print(f"\nAnswer: {result.content}")
+    print_answer("answer", answer_of(result))
     pages = [m for m in full_messages(agent.db, "competitors") if m.tool_name == "open_page"]
     print(f"{len(pages)} pages stored in full ({sum(len(str(p.content)) for p in pages):,} chars)")
-    print_folds(manager, db_file)
+    print_folds(manager, db_file, "competitors")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from agno_compression import export_examples, full_messages
 
 
 def main() -> None:
+    print(f"Rebuilding {OUT / 'long_tool_loop.db'}: running long_tool_loop.py first (it replaces that file).\n")
     long_tool_loop.main()
     from agno.db.sqlite import SqliteDb
 

@@ -17,7 +17,7 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import database_path, pick_model, print_folds
+from _common import answer_of, database_path, pick_model, print_answer, print_folds
 
 from agno_compression import CompressionManager
 from agno_compression.testing import Reply, ScriptInfo, ToolCall
@@ -66,9 +66,9 @@ def main() -> None:
         )
     )
     result = agent.run("Read the agno package's compression code and the classes it uses, then explain it.")
-    print(f"\nAnswer: {result.content}")
+    print_answer("answer", answer_of(result))
     print(f"Model calls: {sum(1 for m in result.messages or [] if m.role == 'assistant')}")
-    print_folds(manager, db_file)
+    print_folds(manager, db_file, agent.session_id)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import database_path, pick_model, print_folds
+from _common import answer_of, database_path, pick_model, plural, print_answer, print_folds
 
 from agno_compression import CompressionManager, full_messages, is_summary, stats
 from agno_compression.testing import Reply, ScriptInfo, ToolCall
@@ -64,16 +64,16 @@ def main() -> None:
             telemetry=False,
         )
     )
-    for service in SERVICES:
+    for n, service in enumerate(SERVICES, 1):
         result = agent.run(f"Review five days of {service} logs.")
-        print(f"run for {service}: {str(result.content)[-80:]}")
+        print_answer(f"run {n} ({service})", answer_of(result))
     st = stats(agent.db, "ops-review")
     print(
-        f"\nsession ops-review: {st.folds} folds, {st.folded_messages} messages folded, "
+        f"\nsession ops-review: {plural(st.folds, 'fold')}, {plural(st.folded_messages, 'message')} folded, "
         f"{st.tokens_saved:,} tokens saved"
     )
     print(f"full record still has {len(full_messages(agent.db, 'ops-review'))} messages")
-    print_folds(manager, db_file)
+    print_folds(manager, db_file, "ops-review")
 
 
 if __name__ == "__main__":

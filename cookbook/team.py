@@ -14,7 +14,7 @@ from agno.models.message import Message
 from agno.team import Team
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import database_path, pick_model, print_folds
+from _common import answer_of, database_path, pick_model, print_answer, print_folds
 
 from agno_compression import CompressionManager
 from agno_compression.testing import Reply, ScriptInfo, ToolCall
@@ -64,8 +64,8 @@ def main() -> None:
     manager = CompressionManager(compress_at_tokens=8_000)
     manager.attach(team)  # the leader and its members
     result = team.run("Test every module and tell me what fails.")
-    print(f"\nAnswer: {str(result.content)[-120:]}")
-    print_folds(manager, db_file)
+    print_answer("the team's answer", answer_of(result))
+    print_folds(manager, db_file, "qa")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import pytest
 
 from agno_compression.testing import block_network, drop_api_keys
 from tests.helpers import DbTarget, fresh_namespace
+from tests.scenarios import Scenario, multi_run_session, team_session
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAJECTORIES = SHARED / "trajectories"
@@ -45,3 +46,15 @@ def redis_db() -> Iterator[DbTarget]:
     """A fresh key prefix on the local Redis, its keys deleted afterwards (a skip with the reason when unreachable)."""
     with fresh_namespace("redis") as target:
         yield target
+
+
+@pytest.fixture(scope="session")
+def multi_scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """A three-run agent session on SQLite with known fold positions (tests/scenarios.py)."""
+    return multi_run_session(str(tmp_path_factory.mktemp("multi") / "multi.db"))
+
+
+@pytest.fixture(scope="session")
+def team_scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """A Team session on SQLite whose leader folds, with known fold positions (tests/scenarios.py)."""
+    return team_session(str(tmp_path_factory.mktemp("team") / "team.db"))

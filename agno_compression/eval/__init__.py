@@ -1,17 +1,16 @@
-"""Offline evaluation tools: recorded agent runs, their replay through a real agno Agent, scores and charts.
+"""Offline evaluation tools: recorded agent runs, their replay through a real agno Agent, and scores.
 
-What ``agno-compression eval`` and ``agno-compression report`` run, and what the benchmarks build on:
+What ``agno-compression eval`` runs, and what the benchmarks build on:
 
 * loading recordings (tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents, OpenAI chat) as
   agno messages: ``load_trajectories``, ``iter_shared_trajectories``;
 * replaying one through a real Agent, offline, with or without a ``CompressionManager``: ``replay``,
   ``prepare_replay``;
 * scoring replays: ``evaluate`` and the measures it uses (``cached_costs``, ``acted_on_facts``,
-  ``fact_retention``, next-step ``grounding`` against ``needs_of`` a recording...);
-* drawing a stored session's prompt sizes: ``session_series``, ``draw``.
+  ``fact_retention``, next-step ``grounding`` against ``needs_of`` a recording...).
 
-This layer sits above the rest of the package: nothing outside ``agno_compression.eval``, the CLI and
-the benchmarks imports it.
+This layer sits above the rest of the package: nothing outside ``agno_compression.eval``, the command line
+(its session pages count cost as ``eval`` does) and the benchmarks imports it.
 """
 
 from ._grounding import grounding, identifiers, missing, needs_of, prompt_text
@@ -26,7 +25,6 @@ from ._replay import (
     run_in_mode,
     split_turns,
 )
-from ._report import Series, draw, session_series
 from ._scoring import (
     CACHE_RATES,
     EvalRow,
@@ -45,13 +43,11 @@ __all__ = [
     "EvalRow",
     "PreparedReplay",
     "ReplayResult",
-    "Series",
     "Trajectory",
     "TrajectoryFormatError",
     "acted_on_facts",
     "acted_retained",
     "cached_costs",
-    "draw",
     "evaluate",
     "fact_retention",
     "grounding",
@@ -66,7 +62,6 @@ __all__ = [
     "prompt_text",
     "replay",
     "run_in_mode",
-    "session_series",
     "split_turns",
     "totals",
 ]

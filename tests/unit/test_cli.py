@@ -10,43 +10,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agno_compression._cli import app
+from tests.scenarios import chat_file as _chat_file
 
 runner = CliRunner()
-
-
-def _chat_file(tmp_path: Path, steps: int = 12) -> Path:
-    """An OpenAI-chat-format conversation with long tool outputs."""
-    messages = [{"role": "system", "content": "You debug."}, {"role": "user", "content": "Find the failing test."}]
-    for i in range(steps):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": f"step {i}",
-                "tool_calls": [
-                    {
-                        "id": f"c{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "run_tests",
-                            "arguments": json.dumps({"k": i, "after": f"tests/test_mod_{i - 1}.py"}),
-                        },
-                    }
-                ],
-            }
-        )
-        body = "\n".join(f"tests/test_mod_{i}.py::test_{j} PASSED" for j in range(120))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}",
-                "name": "run_tests",
-                "content": body + f"\nFAILED tests/test_mod_{i}.py::test_edge - AssertionError: 41 != 42",
-            }
-        )
-    messages.append({"role": "assistant", "content": "test_edge fails."})
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"messages": messages}))
-    return path
 
 
 def test_eval_json_compares_settings(tmp_path: Path) -> None:
@@ -134,7 +100,10 @@ def _fill(db: object, session_id: str = "s1", runs: int = 2) -> None:
 @pytest.fixture(scope="module")
 def session_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("cli") / "agent.db"
-    _fill(SqliteDb(db_file=str(path)))
+    db = SqliteDb(db_file=str(path))
+    _fill(db)
+    db.db_engine.dispose()  # the writer is done: its WAL is checkpointed into the file and removed, as at rest
+    assert not Path(f"{path}-wal").exists()
     return path
 
 
@@ -173,18 +142,14 @@ def test_export_round_trips_the_full_record(session_db: Path, tmp_path: Path) ->
     assert json.loads(stdout.stdout)["session_id"] == "s1"
 
 
-def test_report_draws_a_chart_and_a_page(session_db: Path, tmp_path: Path) -> None:
-    out = tmp_path / "r.png"
-    result = runner.invoke(
-        app, ["report", "--db", str(session_db), "--session", "s1", "--out", str(out), "--budget", "2500"]
-    )
+def test_report_writes_one_self_contained_page(session_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", "--db", str(session_db), "--session", "s1", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
-    page = out.with_suffix(".html").read_text()
-    assert "data:image/png;base64," in page and "folds" in page
-    svg = tmp_path / "r.svg"
-    assert runner.invoke(app, ["report", "--db", str(session_db), "--session", "s1", "--out", str(svg)]).exit_code == 0
-    assert svg.read_text().lstrip().startswith("<?xml")
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and "<svg" in page and 'class="fold"' in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page  # nothing loaded from outside
+    assert "budget 2,500" in page, "the budget line comes from the fold records, without --budget"
 
 
 def test_commands_work_on_postgresql_urls(postgres_db: DbTarget, tmp_path: Path) -> None:
@@ -194,7 +159,7 @@ def test_commands_work_on_postgresql_urls(postgres_db: DbTarget, tmp_path: Path)
     rows = json.loads(runner.invoke(app, ["inspect", *db, "--json"]).stdout)
     assert rows[0]["session_id"] == "pg-s" and rows[0]["folds"] >= 1
     assert runner.invoke(app, ["export", *db, "--session", "pg-s"]).exit_code == 0
-    out = tmp_path / "pg.png"
+    out = tmp_path / "pg.html"
     assert runner.invoke(app, ["report", *db, "--session", "pg-s", "--out", str(out)]).exit_code == 0
     assert out.exists()
     missing = runner.invoke(app, ["inspect", "--db", postgres_db.url, "--schema", "no_such_schema"])
@@ -215,7 +180,7 @@ def test_bad_databases_exit_2_with_one_line(session_db: Path, tmp_path: Path) ->
         ("inspect", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
         ("export", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
         ("report", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
-        ("report", "--db", str(session_db), "--session", "s1", "--out", "x.gif"): "must end in .png or .svg",
+        ("report", "--db", str(session_db), "--session", "s1", "--out", "x.png"): "must end in .html",
         ("inspect", "--db", "mysql://u@h/db"): "only SQLite and PostgreSQL",
     }
     for args, needle in cases.items():
@@ -275,7 +240,7 @@ def _commands(db: Path, tmp_path: Path) -> list[list[str]]:
         ["inspect", "--db", str(db), "--session", "s1"],
         ["export", "--db", str(db)],
         ["eval", str(db), "--all"],
-        ["report", "--db", str(db), "--session", "s1", "--out", str(tmp_path / "r.png")],
+        ["report", "--db", str(db), "--session", "s1", "--out", str(tmp_path / "r.html")],
     ]
 
 
@@ -320,7 +285,7 @@ def test_any_damaged_page_never_gives_a_traceback(session_db: Path, tmp_path: Pa
 
 def test_bad_options_exit_2_with_one_clear_line(session_db: Path, tmp_path: Path) -> None:
     db = str(session_db)
-    (tmp_path / "dir.png").mkdir()
+    (tmp_path / "dir.html").mkdir()
     cases = {
         ("export", "--db", db, "--out", str(tmp_path)): "is a directory",
         ("export", "--db", db, "--out", str(tmp_path / "no" / "x.jsonl")): "does not exist",
@@ -328,12 +293,12 @@ def test_bad_options_exit_2_with_one_clear_line(session_db: Path, tmp_path: Path
         ("export", "--db", db, "--session", "  "): "--session must not be empty",
         ("inspect", "--db", db, "--session", ""): "--session must not be empty",
         ("inspect", "--db", db, "--schema", ""): "--schema must not be empty",
-        ("report", "--db", db, "--session", "s1", "--budget", "-5"): "--budget must be a positive",
-        ("report", "--db", db, "--session", "s1", "--budget", "0"): "--budget must be a positive",
+        ("report", "--db", db, "--session", "s1", "--budget", "-5"): "--budget must be at least 256",
+        ("report", "--db", db, "--session", "s1", "--budget", "0"): "--budget must be at least 256",
         ("report", "--db", db, "--session", ""): "--session must not be empty",
-        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "dir.png")): "is a directory",
-        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "no" / "r.png")): "does not exist",
-        ("eval", db, "-b", "-5"): "--budget must be >= 256",
+        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "dir.html")): "is a directory",
+        ("report", "--db", db, "--session", "s1", "--out", str(tmp_path / "no" / "r.html")): "does not exist",
+        ("eval", db, "-b", "-5"): "--budget must be at least 256",
         ("eval", ""): "PATH must not be empty",
         ("inspect", "--db", ""): "--db must not be empty",
     }

@@ -33,7 +33,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"tokens"}
         ),
     ),
-    ("persistence", frozenset({"_store", "_sessions", "_session_store", "_redis_store", "_archive", "_export"})),
+    (
+        "persistence",
+        frozenset({"_store", "_tables", "_sessions", "_session_store", "_redis_store", "_archive", "_export"}),
+    ),
     (
         "agno integration",
         frozenset(
@@ -41,7 +44,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"_checkpoints", "_recovery"}
         ),
     ),
-    ("tools", frozenset({"_cli", "_databases", "eval", "testing", "__main__", "__init__"})),
+    (
+        "tools",
+        frozenset({"_cli", "_databases", "eval", "testing", "__main__", "__init__"})
+        | {"_timeline", "_chart", "_page", "_report", "_serve"},
+    ),
 )
 """Each layer's top-level modules and subpackages, lowest first."""
 

@@ -1,0 +1,170 @@
+"""The command line in a terminal: whole ids, tables that fit, labels that differ, hints, plurals, one budget rule,
+and nothing left beside a database it only reads."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+from agno.db.sqlite import SqliteDb
+from typer.testing import CliRunner
+
+from agno_compression._cli import app
+from agno_compression.testing import Reply, ScriptedModel
+from tests.scenarios import Scenario, chat_file
+from tests.terminal import in_terminal
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def uuid_sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A database with two sessions under agno's own ids (36-character uuids)."""
+    from agno.agent import Agent
+
+    path = tmp_path_factory.mktemp("uuid") / "agent.db"
+    db = SqliteDb(db_file=str(path))
+    for k in range(2):
+        Agent(model=ScriptedModel(script=lambda m, i: Reply(text="ok")), db=db, telemetry=False).run(f"hello {k}")
+    db.db_engine.dispose()
+    return path, [s.session_id for s in SqliteDb(db_file=str(path)).get_sessions()]  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def multi(multi_scenario: Scenario) -> tuple[str, str]:
+    return multi_scenario.db_file, multi_scenario.session_id
+
+
+@pytest.mark.parametrize("columns", [80, 60, 120])
+def test_inspect_never_cuts_a_session_id(uuid_sessions: tuple[Path, list[str]], columns: int) -> None:
+    path, ids = uuid_sessions
+    shown = in_terminal(["inspect", "--db", str(path)], columns)
+    lines = shown.splitlines()
+    for session_id in ids:
+        assert any(session_id in line for line in lines), f"{session_id} is not whole on one line:\n{shown}"
+    assert "2 sessions in" in shown
+
+
+def test_inspect_timeline_keeps_folded_ids_whole_at_80_columns(multi: tuple[str, str]) -> None:
+    db, session_id = multi
+    timeline = json.loads(runner.invoke(app, ["inspect", "--db", db, "--session", session_id, "--json"]).stdout)
+    ids = [i for run in timeline["runs"] for f in run["folds"] for i in f["folded_ids"]]
+    shown = in_terminal(["inspect", "--db", db, "--session", session_id, "--ids"], 80)
+    assert ids and all(i in shown for i in ids)
+    assert "before call" in shown and "over the budget" in shown
+
+
+def _long_named_inputs(tmp_path: Path) -> list[Path]:
+    """Three recordings whose names end alike (the last 48 characters) and two files of the same name."""
+    tail = "__install_from_source__marshmallow-code__marshmallow-1867"
+    return [
+        chat_file(tmp_path, name=f"replay__default_sys-env_window100{tail}.json"),
+        chat_file(tmp_path, name=f"replay__function_calling_replace{tail}.json"),
+        chat_file(tmp_path / "a", name="run.json"),
+        chat_file(tmp_path / "b", name="run.json"),
+    ]
+
+
+def test_eval_fits_100_columns_with_a_distinct_label_for_each_input(tmp_path: Path) -> None:
+    _long_named_inputs(tmp_path)
+    shown = in_terminal(["eval", str(tmp_path), "-b", "4000", "-s", "extractive", "-s", "mask"], 100)
+    printed = shown[shown.index("conversations replayed") :].splitlines()  # after the progress bar
+    assert all(len(line) <= 100 for line in printed)
+    table = shown[shown.index(" input ") : shown.index("TOTAL")].splitlines()
+    rows = [line for line in table[2:] if line.strip()]
+    assert len(rows) == 8
+    cells = [re.split(r"\s{2,}", line.strip()) for line in rows]
+    assert all("…" not in cell for row in cells for cell in row[1:]), f"a number or setting is cut:\n{shown}"
+    labels = {(row[0], row[1]) for row in cells}
+    assert len(labels) == 8, f"two inputs share a label:\n{shown}"
+
+
+def test_eval_wide_and_json_have_every_column(tmp_path: Path) -> None:
+    path = chat_file(tmp_path)
+    wide = runner.invoke(app, ["eval", str(path), "-b", "4000", "--wide"])
+    assert wide.exit_code == 0 and "pair violations" in wide.stdout and "summarizer calls" in wide.stdout
+    narrow = runner.invoke(app, ["eval", str(path), "-b", "4000"])
+    assert "pair violations" not in narrow.stdout and "--wide" in narrow.stdout
+
+
+def test_eval_says_why_the_table_is_empty_and_mentions_all(tmp_path: Path) -> None:
+    path = chat_file(tmp_path, steps=3)
+    result = runner.invoke(app, ["eval", str(path), "-b", "60000"])
+    assert result.exit_code == 0
+    assert "1 conversation replayed" in result.stdout and "--all" in result.stdout
+    assert "over the budget (60,000 tokens)" in result.stdout
+
+
+def test_plurals_are_right_for_one(tmp_path: Path, uuid_sessions: tuple[Path, list[str]]) -> None:
+    path = chat_file(tmp_path)
+    assert "1 conversation replayed" in runner.invoke(app, ["eval", str(path), "-b", "4000"]).stdout
+    one = tmp_path / "one.db"
+    db = SqliteDb(db_file=str(one))
+    from agno.agent import Agent
+
+    Agent(model=ScriptedModel(script=lambda m, i: Reply(text="ok")), db=db, session_id="s", telemetry=False).run("x")
+    db.db_engine.dispose()
+    assert "1 session in" in runner.invoke(app, ["inspect", "--db", str(one)]).stdout
+    out = runner.invoke(app, ["export", "--db", str(one), "--out", str(tmp_path / "x.jsonl")])
+    assert "wrote 1 example to" in out.stderr
+
+
+def test_one_budget_rule_for_every_command_with_its_default_in_help(tmp_path: Path, multi: tuple[str, str]) -> None:
+    db, session_id = multi
+    path = chat_file(tmp_path)
+    for args in (
+        ["eval", str(path), "--budget", "100"],
+        ["report", "--db", db, "--session", session_id, "--budget", "100", "--out", str(tmp_path / "r.html")],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "--budget must be at least 256 tokens" in result.stderr, args
+    assert (
+        runner.invoke(
+            app, ["report", "--db", db, "--session", session_id, "--budget", "256", "--out", str(tmp_path / "r.html")]
+        ).exit_code
+        == 0
+    )
+    eval_help = " ".join(runner.invoke(app, ["eval", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    report_help = " ".join(runner.invoke(app, ["report", "--help"], env={"COLUMNS": "200"}).stdout.split())
+    assert "default: 16000" in eval_help and "at least 256" in eval_help
+    assert "default:" in report_help and "the compress_at_tokens stored with the session's folds" in report_help
+
+
+def _side_files(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name != path.name and p.name.startswith(path.name))
+
+
+def test_reading_a_database_leaves_nothing_beside_it(multi: tuple[str, str], tmp_path: Path) -> None:
+    import shutil
+
+    db = tmp_path / "copy.db"
+    shutil.copy(multi[0], db)
+    assert _side_files(db) == []
+    before = db.stat().st_mtime_ns
+    for args in (
+        ["inspect", "--db", str(db)],
+        ["inspect", "--db", str(db), "--session", multi[1], "--ids"],
+        ["export", "--db", str(db), "--out", str(tmp_path / "x.jsonl")],
+        ["report", "--db", str(db), "--session", multi[1], "--out", str(tmp_path / "r.html")],
+        ["eval", str(db), "--all"],
+    ):
+        assert runner.invoke(app, args).exit_code == 0, args
+        assert _side_files(db) == [], args
+    from agno_compression._serve import make_server
+
+    server = make_server(str(db), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        for page in ("/", f"/session/{multi[1]}"):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{page}", timeout=30) as answer:
+                assert answer.status == 200
+        assert _side_files(db) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert db.stat().st_mtime_ns == before

@@ -1,0 +1,143 @@
+"""``agno-compression report``'s page, read as HTML: folds at the right calls, one "saved", lines counted alike,
+readable axes, every stored text escaped. (tests/browser/ opens the same pages in Chromium.)"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agno_compression import stats
+from agno_compression._cli import app
+from agno_compression._databases import open_db
+from tests.scenarios import HOSTILE, Scenario, hostile_session
+
+runner = CliRunner()
+
+
+class Elements(HTMLParser):
+    """Every start tag's attributes, by tag name."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict[str, str]]] = []
+        self.feed(page)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.found.append((tag, {k: v or "" for k, v in attrs}))
+
+    def all(self, tag: str, cls: str | None = None) -> list[dict[str, str]]:
+        return [a for t, a in self.found if t == tag and (cls is None or cls in a.get("class", "").split())]
+
+    def lanes(self) -> list[list[dict[str, str]]]:
+        """The call points of each chart, chart by chart."""
+        out: list[list[dict[str, str]]] = []
+        for tag, attrs in self.found:
+            if tag == "svg":
+                out.append([])
+            elif tag == "circle" and "point" in attrs.get("class", "").split():
+                out[-1].append(attrs)
+        return out
+
+
+def report(scenario: Scenario, tmp_path: Path, *extra: str) -> str:
+    out = tmp_path / f"{abs(hash(scenario.session_id))}.html"
+    result = runner.invoke(
+        app, ["report", "--db", scenario.db_file, "--session", scenario.session_id, "--out", str(out), *extra]
+    )
+    assert result.exit_code == 0, result.output
+    return out.read_text(encoding="utf-8")
+
+
+def visible_text(page: str) -> str:
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+def saved_figure(page: str) -> int:
+    """The number the page calls tokens saved."""
+    text = visible_text(page)
+    found = re.search(r"Tokens saved ([\d,]+)", text) or re.search(r"([\d,]+) saved", text)
+    assert found, "the page shows no tokens-saved figure"
+    return int(found.group(1).replace(",", ""))
+
+
+def test_folds_are_drawn_at_the_calls_they_came_before_in_a_multi_run_session(
+    multi_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = Elements(report(multi_scenario, tmp_path))
+    marks = page.all("a", "fold-mark")
+    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in multi_scenario.requests_before]
+    assert len(marks) == stats(open_db(multi_scenario.db_file), multi_scenario.session_id).folds
+    sent = {int(p["data-call"]): int(p["data-sent"]) for p in page.all("circle", "point")}
+    assert [sent[int(m["data-call"])] for m in marks] == [e.tokens_after for e in multi_scenario.events]
+
+
+def test_a_team_page_has_every_fold_and_the_members_calls_in_their_own_lane(
+    team_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = Elements(report(team_scenario, tmp_path))
+    charts = page.all("svg", "chart")
+    assert len(charts) == 2, "the leader's lane and the member's"
+    marks = page.all("a", "fold-mark")
+    assert [int(m["data-call"]) for m in marks] == [n + 1 for n in team_scenario.requests_before] and len(marks) == 3
+    assert [len(lane) for lane in page.lanes()] == [11, 20]
+    assert "Tester (team member)" in visible_text(report(team_scenario, tmp_path))
+
+
+@pytest.mark.parametrize("which", ["multi_scenario", "team_scenario"])
+def test_without_compression_is_counted_like_with_and_never_below_it(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    scenario: Scenario = request.getfixturevalue(which)
+    page = Elements(report(scenario, tmp_path))
+    first_fold = min(int(m["data-call"]) for m in page.all("a", "fold-mark"))  # on the first lane
+    lanes = page.lanes()
+    assert all(int(p["data-without"]) >= int(p["data-sent"]) for lane in lanes for p in lane)
+    before = [p for p in lanes[0] if int(p["data-call"]) < first_fold]
+    assert before and all(p["data-without"] == p["data-sent"] for p in before), "the same count before any fold"
+
+
+@pytest.mark.parametrize("which", ["multi_scenario", "team_scenario"])
+def test_the_saved_figure_is_inspects_tokens_saved(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    scenario: Scenario = request.getfixturevalue(which)
+    listed = json.loads(runner.invoke(app, ["inspect", "--db", scenario.db_file, "--json"]).stdout)
+    expected = next(r["tokens_saved"] for r in listed if r["session_id"] == scenario.session_id)
+    assert expected == stats(open_db(scenario.db_file), scenario.session_id).tokens_saved > 0
+    assert saved_figure(report(scenario, tmp_path)) == expected
+
+
+def test_axes_have_whole_call_numbers_thousands_separators_and_labelled_folds(
+    multi_scenario: Scenario, tmp_path: Path
+) -> None:
+    page = report(multi_scenario, tmp_path)
+    chart = page[page.index("<svg") : page.index("</svg>")]
+    ticks = re.findall(r'<text class="tick"[^>]*text-anchor="(middle|end)">([^<]*)</text>', chart)
+    calls = [label for anchor, label in ticks if anchor == "middle"]
+    tokens = [label for anchor, label in ticks if anchor == "end"]
+    assert calls and all(re.fullmatch(r"\d+", c) for c in calls), calls
+    assert any(int(t.replace(",", "")) >= 1000 for t in tokens)
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", t) for t in tokens), tokens
+    marks = Elements(page).all("a", "fold-mark")
+    numbers = re.findall(r'<text class="fold-number"[^>]*>(\d+)</text>', chart)
+    assert numbers == [m["data-fold"] for m in marks] and all(m["aria-label"].startswith("fold ") for m in marks)
+    assert "budget 3,000" in visible_text(page), "the budget recorded with the folds, without --budget"
+
+
+def test_every_stored_text_is_escaped(tmp_path: Path) -> None:
+    scenario = hostile_session(str(tmp_path / "hostile.db"))
+    page = report(scenario, tmp_path)
+    assert (
+        "<script" not in page
+        and "<h1 id=injected>" not in page
+        and "onerror=" not in page.replace("onerror=&quot;", "")
+    )
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page
+    assert HOSTILE in visible_text(page), "the text itself is shown, as text"
+    assert "Content-Security-Policy" in page and "script-src" not in page, "and no script may run anyway"
+    assert "evil &quot;&lt;b&gt;id&lt;/b&gt;&quot;" in page
+    assert "search_folded_history" in page and "Tool outputs shortened in context" in page

@@ -1,0 +1,135 @@
+"""``agno-compression serve`` over HTTP: the sessions of a database, newest first and searchable, each one's page;
+read-only and on 127.0.0.1 unless told otherwise. (tests/browser/ drives it from Chromium.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from agno.agent import Agent
+from agno.db.sqlite import SqliteDb
+from typer.testing import CliRunner
+
+from agno_compression._cli import app
+from agno_compression._serve import make_server
+from agno_compression.testing import Reply, ScriptedModel
+from tests.helpers import DbTarget
+from tests.scenarios import multi_run_session
+
+
+@contextmanager
+def serving(spec: str, schema: str | None = None) -> Iterator[str]:
+    server = make_server(spec, schema=schema, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def get(url: str, method: str = "GET") -> tuple[int, str, dict[str, str]]:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=60) as answer:
+            return answer.status, answer.read().decode("utf-8"), dict(answer.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8"), dict(exc.headers)
+
+
+def _chat(db: object, session_id: str, text: str) -> None:
+    Agent(model=ScriptedModel(script=lambda m, i: Reply(text="ok")), db=db, session_id=session_id, telemetry=False).run(
+        text
+    )
+
+
+@pytest.fixture(scope="module")
+def three_sessions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sessions written a second apart (agno keeps whole seconds): ops-review (with folds), then two chats."""
+    path = tmp_path_factory.mktemp("serve") / "agent.db"
+    multi_run_session(str(path), runs=2)
+    db = SqliteDb(db_file=str(path))
+    time.sleep(1.1)
+    _chat(db, "weekly <sync> & notes", "Summarize the weekly sync.")
+    time.sleep(1.1)
+    _chat(db, "newest", "Plan the release.")
+    db.db_engine.dispose()
+    return path
+
+
+def test_the_list_is_newest_first_and_searchable(three_sessions: Path) -> None:
+    with serving(str(three_sessions)) as base:
+        status, page, headers = get(base + "/")
+        assert status == 200 and headers["Content-Type"].startswith("text/html")
+        assert "default-src 'none'" in headers["Content-Security-Policy"]
+        order = [page.index(f'data-session="{s}"') for s in ("newest", "weekly &lt;sync&gt; &amp; notes", "ops-review")]
+        assert order == sorted(order), "newest first"
+        assert "3 sessions" in page
+        _, found, _ = get(base + "/?q=" + quote("WEEKLY sync"))
+        assert "weekly &lt;sync&gt; &amp; notes" in found and "ops-review" not in found and "1 of 3 sessions" in found
+        _, by_request, _ = get(base + "/?q=release")
+        assert 'data-session="newest"' in by_request and "ops-review" not in by_request
+        _, none, _ = get(base + "/?q=nothing-like-this")
+        assert "No session matches" in none
+
+
+def test_each_session_opens_on_the_page_report_writes(three_sessions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    assert (
+        CliRunner()
+        .invoke(app, ["report", "--db", str(three_sessions), "--session", "ops-review", "--out", str(out)])
+        .exit_code
+        == 0
+    )
+    with serving(str(three_sessions)) as base:
+        _, listing, _ = get(base + "/")
+        assert 'href="/session/weekly%20%3Csync%3E%20%26%20notes"' in listing
+        status, page, _ = get(base + "/session/ops-review")
+        assert status == 200
+
+        tiles = '<section class="tiles"'  # the header differs: a link back to the list, the time it was made
+        written = out.read_text(encoding="utf-8")
+        assert page[page.index(tiles) :] == written[written.index(tiles) :]
+        assert '<a href="/">All sessions</a>' in page
+        status, odd, _ = get(base + "/session/" + quote("weekly <sync> & notes", safe=""))
+        assert status == 200 and "weekly &lt;sync&gt; &amp; notes" in odd
+
+
+def test_unknown_pages_are_404_and_writes_are_refused(three_sessions: Path) -> None:
+    with serving(str(three_sessions)) as base:
+        assert get(base + "/session/nope")[0] == 404
+        assert get(base + "/etc/passwd")[0] == 404
+        assert get(base + "/", method="POST")[0] == 405
+        assert get(base + "/session/ops-review", method="DELETE")[0] == 405
+        status, body, headers = get(base + "/", method="HEAD")
+        assert status == 200 and body == "" and int(headers["Content-Length"]) > 0
+
+
+def test_it_listens_on_127_0_0_1_unless_told(three_sessions: Path) -> None:
+    server = make_server(str(three_sessions), port=0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.server_close()
+    assert "127.0.0.1" in CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).stdout
+
+
+def test_a_bad_database_fails_before_listening(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["serve", "--db", str(tmp_path / "missing.db"), "--port", "0"])
+    assert result.exit_code == 2 and "no such file" in result.stderr
+    assert CliRunner().invoke(app, ["serve", "--db", "x.db", "--port", "70000"]).exit_code == 2
+
+
+def test_it_serves_a_postgresql_database(postgres_db: DbTarget) -> None:
+    db = postgres_db.open()
+    _chat(db, "pg-session", "Hello from PostgreSQL.")
+    with serving(postgres_db.url, schema=postgres_db.schema) as base:
+        _, listing, _ = get(base + "/")
+        assert 'data-session="pg-session"' in listing
+        assert get(base + "/session/pg-session")[0] == 200
