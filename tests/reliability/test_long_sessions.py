@@ -97,6 +97,15 @@ def test_three_hundred_chat_runs_stay_under_the_budget(
     assert largest <= 1.25 * MAX_SUMMARY
 
 
+def test_nine_hundred_chat_runs_at_the_default_budget_stay_under_it(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    model, largest = soak("sqlite", tmp_path, request, runs=900, budget=16_000, tools=0, answer_repeats=160)
+    over = [r.prompt_tokens for r in model.requests if r.prompt_tokens > 16_000]
+    assert over == [], f"{len(over)} of {len(model.requests)} calls over the budget (max {max(over):,})"
+    assert largest <= 1.25 * MAX_SUMMARY
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_hundred_and_twenty_tool_runs_keep_the_summary_near_its_cap(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
