@@ -401,6 +401,12 @@ class SQLAlchemyStore:
             merged = parsed.merged = (keys, merge_rows(rows))
         return merged[1]
 
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop the rows this store parsed of ``session_ids`` (their rows were deleted: no summary stays in memory)."""
+        with self._parsed_lock:
+            for session_id in session_ids:
+                self._parsed.pop(session_id, None)
+
     def _read(self, session_id: str) -> tuple[_Parsed, tuple[tuple[Any, Any], ...]]:
         """The session's parsed rows and the keys of its rows now, oldest first; parses only rows not seen before.
 

@@ -32,7 +32,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
             | {"tokens"}
         ),
     ),
-    ("persistence", frozenset({"_store", "_sessions", "_session_store", "_redis_store", "_archive", "_export"})),
+    (
+        "persistence",
+        frozenset({"_store", "_sessions", "_session_store", "_redis_store", "_archive", "_export"} | {"_deletion"}),
+    ),
     (
         "agno integration",
         frozenset(
