@@ -17,7 +17,7 @@ from agno.models.message import Message
 from ._archive import SEARCH_HINT
 from ._messages import calls_by_id
 from ._plan import HISTORY, PROGRESS, FoldPlan, find_current_user, make_summary_message, plan_fold, recent_start
-from ._records import FoldEvent, FoldRecorder
+from ._records import FoldEvent, FoldRecorder, keep_event
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
 from ._store import usage_dict
@@ -375,9 +375,7 @@ class Folder:
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = state.calls
         state.events.append(event)
-        events = self.config.events
-        events.append(event)
-        del events[:-1000]
+        keep_event(self.config.events, event, self.stats)
         self.stats.add({"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds"))
         self.stats.add("messages_folded", len(event.folded_ids))
         self.stats.add("tokens_saved", max(0, event.tokens_before - event.tokens_after))

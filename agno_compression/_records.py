@@ -56,6 +56,20 @@ class FoldEvent:
     """Id of the stored compression record, once written."""
 
 
+EVENTS_WINDOW = 1_000
+"""``FoldEvent``s a manager keeps in ``events`` (the newest); older ones are counted in ``stats["events_dropped"]``.
+The store keeps the record of every fold with a summary (``stats(db, session_id)``)."""
+
+
+def keep_event(events: list[FoldEvent], event: FoldEvent, stats: Stats) -> None:
+    """Append ``event`` to a manager's ``events``, dropping (and counting) the oldest beyond ``EVENTS_WINDOW``."""
+    events.append(event)
+    if len(events) > EVENTS_WINDOW:
+        dropped = len(events) - EVENTS_WINDOW
+        del events[:dropped]
+        stats.add("events_dropped", dropped)
+
+
 class FoldRecorder:
     """Finds each run's store, loads the session's earlier folds and records new ones."""
 
