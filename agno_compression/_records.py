@@ -56,9 +56,9 @@ class FoldEvent:
     """Id of the stored compression record, once written."""
 
 
-EVENTS_WINDOW = 1_000
-"""``FoldEvent``s a manager keeps in ``events`` (the newest); older ones are counted in ``stats["events_dropped"]``.
-The store keeps the record of every fold with a summary (``stats(db, session_id)``)."""
+EVENTS_WINDOW = 256
+"""``FoldEvent``s a manager keeps in ``events`` (the newest; each holds its summary text and folded ids);
+older ones are counted in ``stats["events_dropped"]``. The store keeps every fold with a summary (``stats``)."""
 
 
 def keep_event(events: list[FoldEvent], event: FoldEvent, stats: Stats) -> None:
