@@ -128,7 +128,7 @@ class TokenCounter:
         self._cache_size = cache_size
         self._tool_memo: OrderedDict[int, tuple[Callable[[], Any], Hashable, dict[str, Any]]] = OrderedDict()
         self._seen: dict[int, tuple[Any, ...]] = {}
-        self._last_tools: tuple[tuple[Any, ...], int] | None = None
+        self._last_tools: tuple[tuple[Callable[[], Any], ...], int] | None = None
         self._lock = threading.RLock()
         self._warned = False
         self._alpha = calibration_alpha
@@ -331,7 +331,7 @@ class TokenCounter:
         for tool in tools:
             key, schema = self._tool_key(tool)
             total += self._cached(key, lambda schema=schema: self._raw_text(render_function(schema)))
-        self._last_tools = (tuple(tools), total)
+        self._last_tools = (tuple(map(reference, tools)), total)
         return total
 
     def count_message(self, message: Message) -> int:
@@ -389,9 +389,9 @@ class TokenCounter:
             self._calibrations = 0
 
 
-def _same_objects(first: Sequence[Any], second: Sequence[Any]) -> bool:
-    """Whether two sequences hold the very same objects in the same order."""
-    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
+def _same_objects(first: Sequence[Callable[[], Any]], second: Sequence[Any]) -> bool:
+    """Whether ``first`` (references, see ``reference``) refers to the very objects of ``second``, in order."""
+    return len(first) == len(second) and all(a() is b for a, b in zip(first, second, strict=True))
 
 
 def _check_counter_config(backend: Any, tokenizer_file: Any, cache_size: Any, calibration_alpha: Any) -> None:
