@@ -28,7 +28,7 @@ from agno_compression import (
 from agno_compression._cli import app
 from agno_compression._store import store_for
 from agno_compression.testing import LoopAgent, log_chunk, loop_agent
-from tests.helpers import DbTarget, db_target
+from tests.helpers import DbTarget, db_target, open_async_db
 
 ALL_DBS = ["sqlite", "postgres", "mysql", "redis", "json", "memory"]
 SECRET = "hunter2-s3cr3t-7781"
@@ -186,15 +186,7 @@ def test_delete_compression_names_what_is_missing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_async_dbs_delete_folds_with_the_session(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     target = db_target(kind, tmp_path, request, file="async.db")
-    if kind == "sqlite":
-        pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
-        from agno.db.sqlite import AsyncSqliteDb
-
-        db: Any = AsyncSqliteDb(db_file=target.where)
-    else:
-        from agno.db.postgres import AsyncPostgresDb
-
-        db = AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)
+    db = open_async_db(target)
     reader = SQLAlchemyStore.from_url(target.url, schema=target.schema)
     h = _agent(db, "doomed", "u1")
     asyncio.run(h.agent.arun(f"My password is {SECRET}. Read build log 0."))
