@@ -7,6 +7,7 @@ Token counting lives in ``agno_compression.tokens``, test helpers (scripted mode
 guard) in ``agno_compression.testing``.
 """
 
+from ._deletion import delete_compression
 from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerError, TokenCountError
 from ._export import export_examples
 from ._manager import CompressionManager, FoldEvent
@@ -44,6 +45,7 @@ __all__ = [  # grouped in docs/index.md; sorted here
     "TruncatePolicy",
     "compressed_view",
     "count_tokens",
+    "delete_compression",
     "export_examples",
     "fix_stream_usage",
     "full_messages",

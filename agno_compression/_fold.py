@@ -27,7 +27,7 @@ from ._plan import (
     plan_fold,
     recent_start,
 )
-from ._records import FoldEvent, FoldRecorder
+from ._records import FoldEvent, FoldRecorder, keep_event
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
 from ._store import usage_dict
@@ -440,11 +440,9 @@ class Folder:
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = event.call_index = state.calls
-        event.budget = self.config.compress_at_tokens
+        event.budget = self.budget(state)
         state.events.append(event)
-        events = self.config.events
-        events.append(event)
-        del events[:-1000]
+        keep_event(self.config.events, event, self.stats)
         self.stats.add({"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds"))
         self.stats.add("messages_folded", len(event.folded_ids))
         self.stats.add("tokens_saved", max(0, event.tokens_before - event.tokens_after))

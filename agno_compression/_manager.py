@@ -36,6 +36,7 @@ from ._compat import (
     withhold_tool,
 )
 from ._config import check_options
+from ._deletion import guard_deletes
 from ._exceptions import ConfigError
 from ._fold import Folder, account
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy
@@ -163,6 +164,8 @@ class CompressionManager(AgnoCompressionManager):
             guard_checkpoints(target.model)
             # no fold, no cost: the search tool's definition is sent from the first fold on
             withhold_tool(target.model, SEARCH_TOOL_NAME)
+        if self.persist:  # agno's delete_session on this db object deletes the session's fold records too
+            guard_deletes(target.db, self._records.store_for(target))
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:

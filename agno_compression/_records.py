@@ -61,6 +61,20 @@ class FoldEvent:
     at or below it that the fold paid for the prompt cache it broke (strategy ``overflow:...``: a retry)."""
 
 
+EVENTS_WINDOW = 256
+"""``FoldEvent``s a manager keeps in ``events`` (the newest; each holds its summary text and folded ids);
+older ones are counted in ``stats["events_dropped"]``. The store keeps every fold with a summary (``stats``)."""
+
+
+def keep_event(events: list[FoldEvent], event: FoldEvent, stats: Stats) -> None:
+    """Append ``event`` to a manager's ``events``, dropping (and counting) the oldest beyond ``EVENTS_WINDOW``."""
+    events.append(event)
+    if len(events) > EVENTS_WINDOW:
+        dropped = len(events) - EVENTS_WINDOW
+        del events[:dropped]
+        stats.add("events_dropped", dropped)
+
+
 class FoldRecorder:
     """Finds each run's store, loads the session's earlier folds and records new ones."""
 

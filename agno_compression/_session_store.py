@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -49,6 +49,12 @@ class SessionDataStore:
             self._bound.move_to_end(str(session_id))
             while len(self._bound) > _MAX_BOUND:
                 self._bound.popitem(last=False)
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Stop writing folds of ``session_ids`` into the session objects bound for them (the sessions were deleted)."""
+        with self._lock:
+            for session_id in session_ids:
+                self._bound.pop(session_id, None)
 
     def _rows_of(self, session: Any) -> list[dict[str, Any]]:
         data = session.session_data if isinstance(session.session_data, dict) else {}

@@ -25,6 +25,7 @@ STATS_KEYS: tuple[str, ...] = (
     "records_written",
     "records_skipped",
     "record_failures",
+    "events_dropped",
 )
 """The counters of ``CompressionManager.stats`` (documented in docs/configuration.md)."""
 

@@ -345,20 +345,28 @@ class SQLAlchemyStore:
             if not self._table_exists():
                 return SessionCompression(frozenset(), None, 0)
             parsed, keys = self._read(session_id)
+            rows = [parsed.rows[k] for k in keys]
+            if stored_ids is not None:
+                # merge_rows' rule, row by row; usually every row counts and the merge below is reused.
+                counted = [r for r in rows if r[1] in stored_ids or all(map(stored_ids.__contains__, r[2]))]
+                if len(counted) < len(rows):  # rare (a run died unstored): the parsed rows keep only the newest summary
+                    with self.engine.connect() as conn:
+                        fetched = conn.execute(self._rows, {"sid": session_id})
+                        return merge_rows(((r[0], *r[2:]) for r in fetched), stored_ids)
         except SQLAlchemyError as exc:
             if self._table_lost():
                 return SessionCompression(frozenset(), None, 0)
             raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
-        rows = [parsed.rows[k] for k in keys]
-        if stored_ids is not None:
-            # merge_rows' rule, row by row; usually every row counts and the merge below is reused.
-            counted = [r for r in rows if r[1] in stored_ids or all(map(stored_ids.__contains__, r[2]))]
-            if len(counted) < len(rows):
-                return merge_rows(counted)
         merged = parsed.merged
         if merged is None or merged[0] != keys:
             merged = parsed.merged = (keys, merge_rows(rows))
         return merged[1]
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop the rows this store parsed of ``session_ids`` (their rows were deleted: no summary stays in memory)."""
+        with self._parsed_lock:
+            for session_id in session_ids:
+                self._parsed.pop(session_id, None)
 
     def _read(self, session_id: str) -> tuple[_Parsed, tuple[tuple[Any, Any], ...]]:
         """The session's parsed rows and the keys of its rows now, oldest first; parses only rows not seen before.
@@ -370,20 +378,24 @@ class SQLAlchemyStore:
         with self._parsed_lock:
             parsed = self._parsed.get(session_id)
         keys: tuple[tuple[Any, Any], ...] | None = None
+        missing: list[Any] = []
         with self.engine.connect() as conn:
-            if parsed is None:
-                fetched = conn.execute(self._rows, {"sid": session_id}).all()
-            else:
+            if parsed is not None:
                 keys = tuple((r[0], r[1]) for r in conn.execute(self._keys, {"sid": session_id}))
                 missing = [k[0] for k in keys if k not in parsed.rows]
-                fetched = []
-                if missing:
-                    fetched = conn.execute(self._rows_from, {"sid": session_id, "first": min(missing)}).all()
+                if len(keys) - len(missing) < len(parsed.rows):  # rows were deleted (the one summary kept, maybe)
+                    parsed, missing = None, []
+            fetched = conn.execute(self._rows, {"sid": session_id}).all() if parsed is None else []
+            if missing:
+                fetched = conn.execute(self._rows_from, {"sid": session_id, "first": min(missing)}).all()
         new = {(r[0], r[1]): (r[0], r[2], tuple(map(str, r[3] or ())), r[4], r[5], r[6]) for r in fetched}
         if parsed is None:
             parsed, keys = _Parsed(new), tuple(new)
         elif new:
             parsed = _Parsed({**parsed.rows, **new})
+        if new:  # only the newest summary is merged: a long session's older ones need not stay in memory
+            newest = max((k for k, r in parsed.rows.items() if r[3]), default=None)
+            parsed.rows.update({k: (*r[:3], None, *r[4:]) for k, r in parsed.rows.items() if r[3] and k != newest})
         with self._parsed_lock:
             self._parsed[session_id] = parsed
             self._parsed.move_to_end(session_id)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
+from _memory import MemoryResult, section
 from _replays import OURS, Replayed
 from _session_load import LoadResult
 
@@ -260,6 +261,7 @@ def render(
     load: LoadResult | None,
     encodings: Sequence[str],
     seconds: float,
+    memory: MemoryResult | None = None,
 ) -> str:
     sources = list(dict.fromkeys(t.source for t in recordings if t.source != LONG))
     names = {s: {t.name for t in recordings if t.source == s} for s in [*sources, LONG]}
@@ -335,6 +337,8 @@ def render(
                 f"| {label} | {t.plain_ms:.1f} | {t.filtered_ms:.1f} | {t.ratio:.2f}x | {t.get_session_ms:.1f} "
                 f"| {t.history_ms:.1f} | {t.store_load_ms:.1f} | {t.filter_ms:.1f} | {load.kept_after_filter:,} |"
             )
+    if memory is not None:
+        out += ["", *section(memory)]
     out += ["", "## How it is measured", ""]
     out += [
         "- Every replay runs a real agno `Agent` (sync mode, SQLite `db`, full history) in this one process; a "

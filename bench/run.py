@@ -7,9 +7,10 @@ through real agno Agents (a scripted model plays the recorded assistant turns, r
 the recorded outputs), with no compression, agno's ``CompressionManager(compress_token_limit=T)``
 and ``Compaction(compact_at_tokens=T)``, and this package's extractive, mask, pipeline and llm
 strategies, plus a few long sessions chained from the same recordings. It also times loading a
-10,000-message session with 100 folds. Writes ``bench/RESULTS.md``; ``--quick`` replays a few
-small recordings at one threshold (the smoke test runs it) and writes ``bench/out/RESULTS-quick.md``
-(git-ignored), so a quick run never overwrites the committed results; ``--out`` overrides either.
+10,000-message session with 100 folds and measures the memory a manager adds over 100 and 1,000 runs of
+one session (``bench/_memory.py``). Writes ``bench/RESULTS.md``; ``--quick`` replays a few small recordings
+at one threshold (the smoke test runs it) and writes ``bench/out/RESULTS-quick.md`` (git-ignored), so a
+quick run never overwrites the committed results; ``--out`` overrides either.
 
 Everything is offline: non-loopback connections are refused; agno's token counter gets tiktoken
 rank files from the ``bpe-openai`` package through a private ``TIKTOKEN_CACHE_DIR``; summaries
@@ -40,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _baselines  # noqa: E402
+import _memory  # noqa: E402
 import _offline  # noqa: E402
 import _pareto  # noqa: E402
 import _peers  # noqa: E402
@@ -202,10 +204,13 @@ def main(argv: list[str] | None = None) -> int:
                 for t in eligible:
                     rows += _peers.ROWS[peer](t, threshold, repeats)
         peer_settings = [s for p in peers for s in _peers.settings(p)]
-        load = None
+        load = memory = None
         if not args.peers_only:
             say(f"session load: {n_messages} messages, {n_folds} folds")
             load = _session_load.run(work, [t.messages for t in real], n_messages, n_folds, load_repeats)
+            points = _memory.QUICK_POINTS if args.quick else _memory.POINTS
+            say(f"memory of one long session: {', '.join(map(str, points))} runs")
+            memory = _memory.measure(work, points=points, parallel=2)
         command = "python bench/run.py" + (" --quick" if args.quick else "")
         command += " --peers-only" if args.peers_only else " --peers" if args.peers else ""
         if args.thresholds:
@@ -226,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             baseline=baseline,
             rows=rows,
             load=load,
+            memory=memory,
             encodings=encodings,
             seconds=time.perf_counter() - started,
         )

@@ -173,3 +173,15 @@ def db_target(
     if kind == "json":
         return DbTarget(kind, str(tmp_path / "json"))
     return DbTarget(kind, "")
+
+
+def open_async_db(target: DbTarget) -> Any:
+    """``AsyncSqliteDb`` or ``AsyncPostgresDb`` on ``target`` (a skip when aiosqlite is missing)."""
+    if target.kind == "sqlite":
+        pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
+        from agno.db.sqlite import AsyncSqliteDb
+
+        return AsyncSqliteDb(db_file=target.where)
+    from agno.db.postgres import AsyncPostgresDb
+
+    return AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)

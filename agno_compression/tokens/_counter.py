@@ -7,13 +7,14 @@ rendered by ``agno_compression._messages``; this module adds OpenAI's chat-forma
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import math
 import os
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from agno.models.message import Message
@@ -29,6 +30,7 @@ from .._messages import (
     tool_schema,
 )
 from ._backends import EstimateBackend, HFTokenizerBackend, TextCounter, TiktokenBackend
+from ._keys import forget_seen, media_tokens, message_key, reference, stable_hash
 from ._ranks import _RANK_FILES
 
 log = logging.getLogger("agno_compression")
@@ -47,13 +49,10 @@ TOOL_RESULT_OVERHEAD = 2
 """Tokens linking a tool result to its call."""
 PROMPT_OVERHEAD = 3
 """Tokens that prime the assistant's reply, once per request."""
-IMAGE_TOKENS = 765
-"""An image at ``auto``/``high`` detail whose size is unknown (1024x1024: 85 + 4 tiles x 170)."""
-IMAGE_TOKENS_LOW = 85
-"""An image at ``low`` detail."""
-AUDIO_TOKENS_PER_SECOND = 25
 _SEEN_LIMIT = 4096
-"""Message objects remembered by identity per counter (they and their contents stay alive until evicted)."""
+"""Message objects remembered by identity per counter (weakly: an entry goes when its message does)."""
+_TOOL_MEMO_LIMIT = 256
+"""Tool definitions remembered by identity per counter (weakly where they allow it), least recently used dropped."""
 
 
 # --- which encoding for which model ----------------------------------------------------------
@@ -96,64 +95,6 @@ def _is_openai_model(model: Any) -> bool:
     return name is None or _tiktoken_encoding_name(name) is not None
 
 
-# --- message cache keys and media ------------------------------------------------------------
-def _media_tokens(message: Message) -> int:
-    """Tokens for images, audio and video attached to ``message`` (no file or network access)."""
-    total = 0
-    for image in message.images or []:
-        total += IMAGE_TOKENS_LOW if getattr(image, "detail", None) == "low" else IMAGE_TOKENS
-    if isinstance(message.content, list):
-        for part in message.content:
-            if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
-                detail = part.get("image_url", {}).get("detail") if isinstance(part.get("image_url"), dict) else None
-                total += IMAGE_TOKENS_LOW if (detail or part.get("detail")) == "low" else IMAGE_TOKENS
-    for audio in message.audio or []:
-        total += int((getattr(audio, "duration", None) or 0) * AUDIO_TOKENS_PER_SECOND)
-    for video in message.videos or []:
-        frames = max(1, int((getattr(video, "duration", None) or 0) * (getattr(video, "fps", None) or 1.0)))
-        total += frames * IMAGE_TOKENS if getattr(video, "duration", None) else 0
-    return total
-
-
-def _stable_hash(value: Any) -> int:
-    """A hash of any JSON-like value (strings hash directly; Python caches their hash)."""
-    if value is None or isinstance(value, str):
-        return hash(value)
-    return hash(json.dumps(value, sort_keys=True, default=str))
-
-
-def _call_key(call: Any) -> Hashable:
-    """Cache key of one tool call: its name and arguments (strings hash once, then Python caches it)."""
-    fn = call.get("function", call) if isinstance(call, dict) else None
-    if not isinstance(fn, dict):
-        return hash(str(call))
-    arguments = fn.get("arguments")
-    return (fn.get("name"), arguments if arguments is None or isinstance(arguments, str) else _stable_hash(arguments))
-
-
-def _message_key(message: Message) -> Hashable:
-    """Cache key of a message: its id plus everything that changes what the provider sees.
-
-    Strings enter as their hash, which Python computes once per string object, so the key of
-    a message already seen costs about a microsecond however long its content is.
-    """
-    content = message.content
-    role = message.role
-    calls = message.tool_calls
-    media = None
-    if message.images or message.audio or message.videos:
-        media = (len(message.images or ()), len(message.audio or ()), len(message.videos or ()))
-    return (
-        message.id,
-        role,
-        message.name,
-        hash(content) if content is None or isinstance(content, str) else _stable_hash(content),
-        hash(message.compressed_content) if role == "tool" else None,
-        tuple(_call_key(c) for c in calls) if calls else None,
-        media,
-    )
-
-
 # --- the counter ----------------------------------------------------------------------------
 class TokenCounter:
     """Counts prompts for one model, caching each message's count.
@@ -171,7 +112,7 @@ class TokenCounter:
         *,
         backend: TextCounter | None = None,
         rank_files_dir: str | os.PathLike[str] | None = None,
-        cache_size: int = 50_000,
+        cache_size: int = 2_048,
         allow_packaged: bool = True,
         tokenizer_file: str | os.PathLike[str] | None = None,
         calibration_alpha: float = 0.5,
@@ -183,11 +124,11 @@ class TokenCounter:
         self._backend: TextCounter | None = backend
         if tokenizer_file is not None:
             self._backend = HFTokenizerBackend(tokenizer_file)
-        self._cache: OrderedDict[Hashable, int] = OrderedDict()
+        self._cache: OrderedDict[int, int] = OrderedDict()
         self._cache_size = cache_size
-        self._tool_memo: dict[int, tuple[Any, Hashable, dict[str, Any]]] = {}
+        self._tool_memo: OrderedDict[int, tuple[Callable[[], Any], Hashable, dict[str, Any]]] = OrderedDict()
         self._seen: dict[int, tuple[Any, ...]] = {}
-        self._last_tools: tuple[tuple[Any, ...], int] | None = None
+        self._last_tools: tuple[tuple[Callable[[], Any], ...], int] | None = None
         self._lock = threading.RLock()
         self._warned = False
         self._alpha = calibration_alpha
@@ -281,12 +222,13 @@ class TokenCounter:
             total += TOOL_CALL_OVERHEAD + self._raw_text(name) + self._raw_text(arguments)
         if message.role == "tool":
             total += TOOL_RESULT_OVERHEAD
-        return total + _media_tokens(message)
+        return total + media_tokens(message)
 
     def _cached(self, key: Hashable, compute: Any) -> int:
-        """``compute()`` through the LRU cache under ``key``."""
+        """``compute()`` through the LRU cache under ``key`` (kept as its 64-bit hash: an entry holds two ints)."""
         if not self._cache_size:
             return int(compute())
+        key = hash(key)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -300,7 +242,7 @@ class TokenCounter:
         return value
 
     def _raw_message(self, message: Message) -> int:
-        return self._cached(_message_key(message), lambda: self._measure_message(message))
+        return self._cached(message_key(message), lambda: self._measure_message(message))
 
     def _raw_messages(self, messages: Iterable[Message]) -> int:
         """Raw tokens of many messages, measuring only those not seen before.
@@ -308,7 +250,7 @@ class TokenCounter:
         Two cache levels: message objects already counted are recognised by identity (the same
         object with the same content, compressed content, tool calls, role and name objects),
         which costs a dict lookup; other messages go through the cache keyed by id and content
-        (``_message_key``), which also serves copies such as agno's history messages.
+        (``message_key``), which also serves copies such as agno's history messages.
         """
         if not self._cache_size:
             return sum(self._measure_message(m) for m in messages)
@@ -319,7 +261,7 @@ class TokenCounter:
             entry = seen.get(id(message))
             if (
                 entry is not None
-                and entry[0] is message
+                and entry[0]() is message
                 and entry[1] is message.content
                 and entry[2] is message.compressed_content
                 and entry[3] is message.tool_calls
@@ -337,10 +279,19 @@ class TokenCounter:
         return total
 
     def _remember(self, message: Message, value: int) -> None:
-        """Record ``message``'s raw count under its identity (see ``_raw_messages``)."""
+        """Record ``message``'s raw count under its identity (see ``_raw_messages``).
+
+        The entry refers to the message weakly and goes when the message does, so a long-lived counter keeps
+        no message of a finished run alive (what agno keeps, it keeps).
+        """
+        key = id(message)
+        try:
+            ref = weakref.ref(message, functools.partial(forget_seen, self._seen, key))
+        except TypeError:  # no weak references: counted through the content cache each time
+            return
         with self._lock:
-            self._seen[id(message)] = (
-                message,
+            self._seen[key] = (
+                ref,
                 message.content,
                 message.compressed_content,
                 message.tool_calls,
@@ -349,7 +300,7 @@ class TokenCounter:
                 message.name,
                 value,
             )
-            while len(self._seen) > min(self._cache_size, _SEEN_LIMIT):
+            while len(self._seen) > _SEEN_LIMIT:
                 del self._seen[next(iter(self._seen))]
 
     def _tool_key(self, tool: Any) -> tuple[Hashable, dict[str, Any]]:
@@ -359,13 +310,14 @@ class TokenCounter:
         dict is rendered and hashed the first time this counter sees that object.
         """
         memo = self._tool_memo.get(id(tool))
-        if memo is not None and memo[0] is tool:
+        if memo is not None and memo[0]() is tool:
             return memo[1], memo[2]
         schema = tool_schema(tool)
-        key = ("tool", _stable_hash(schema))
-        if len(self._tool_memo) >= 4096:
-            self._tool_memo.clear()
-        self._tool_memo[id(tool)] = (tool, key, schema)
+        key = ("tool", stable_hash(schema))
+        with self._lock:
+            self._tool_memo[id(tool)] = (reference(tool), key, schema)
+            while len(self._tool_memo) > _TOOL_MEMO_LIMIT:
+                self._tool_memo.popitem(last=False)
         return key, schema
 
     def _raw_tools(self, tools: Sequence[Any] | None) -> int:
@@ -379,7 +331,7 @@ class TokenCounter:
         for tool in tools:
             key, schema = self._tool_key(tool)
             total += self._cached(key, lambda schema=schema: self._raw_text(render_function(schema)))
-        self._last_tools = (tuple(tools), total)
+        self._last_tools = (tuple(map(reference, tools)), total)
         return total
 
     def count_message(self, message: Message) -> int:
@@ -437,9 +389,9 @@ class TokenCounter:
             self._calibrations = 0
 
 
-def _same_objects(first: Sequence[Any], second: Sequence[Any]) -> bool:
-    """Whether two sequences hold the very same objects in the same order."""
-    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
+def _same_objects(first: Sequence[Callable[[], Any]], second: Sequence[Any]) -> bool:
+    """Whether ``first`` (references, see ``reference``) refers to the very objects of ``second``, in order."""
+    return len(first) == len(second) and all(a() is b for a, b in zip(first, second, strict=True))
 
 
 def _check_counter_config(backend: Any, tokenizer_file: Any, cache_size: Any, calibration_alpha: Any) -> None:

@@ -41,7 +41,7 @@ from agno_compression.testing import (
 )
 from tests._store_workers import record_folds
 from tests.checks import check_request
-from tests.helpers import DbTarget, db_target
+from tests.helpers import DbTarget, db_target, open_async_db
 
 BUDGET = 3_000
 STEPS = 8
@@ -360,15 +360,7 @@ def test_async_agno_dbs_record_and_filter(kind: str, tmp_path: Path, request: py
     import asyncio
 
     target = db_target(kind, tmp_path, request, file="async.db")
-    if kind == "sqlite":
-        pytest.importorskip("aiosqlite", reason="AsyncSqliteDb needs aiosqlite (in the test extras)")
-        from agno.db.sqlite import AsyncSqliteDb
-
-        db: Any = AsyncSqliteDb(db_file=target.where)
-    else:
-        from agno.db.postgres import AsyncPostgresDb
-
-        db = AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)
+    db = open_async_db(target)
     reader = SQLAlchemyStore.from_url(target.url, schema=target.schema)
     h = log_reader(db, "async-s")
     agent, model, manager = h.agent, h.model, h.manager

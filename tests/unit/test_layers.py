@@ -35,7 +35,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     (
         "persistence",
-        frozenset({"_store", "_tables", "_sessions", "_session_store", "_redis_store", "_archive", "_export"}),
+        frozenset(
+            {"_store", "_tables", "_sessions", "_session_store", "_redis_store", "_archive", "_export"} | {"_deletion"}
+        ),
     ),
     (
         "agno integration",

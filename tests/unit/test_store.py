@@ -77,6 +77,18 @@ def test_a_store_sees_rows_other_writers_add_after_its_first_load(store: SQLAlch
     assert store.load("s", stored_ids=frozenset({"r1", "r2"})) == loaded
 
 
+def test_a_long_session_keeps_one_summary_in_memory(store: SQLAlchemyStore) -> None:
+    """A store keeps each session's parsed rows between loads, but only the newest summary: the one a load merges."""
+    for i in range(30):
+        store.record(row("s", [f"m{i}"], f"summary {i} " * 100, run_id=f"r{i}"))
+        assert store.load("s").summary == f"summary {i} " * 100
+    kept = [r for r in store._parsed["s"].rows.values() if r[3]]
+    assert len(kept) == 1 and kept[0][3].startswith("summary 29 ")
+    # a row that does not count (its run was never stored) needs an older summary: read again, not from memory
+    counted = store.load("s", stored_ids=frozenset(f"r{i}" for i in range(29)))
+    assert counted.summary == "summary 28 " * 100 and counted.folds == 29
+
+
 def test_a_deleted_row_no_longer_counts(store: SQLAlchemyStore) -> None:
     """Loads reuse the merge of the rows parsed before, but only while the session's rows are the same ones."""
     first = store.record(row("s", ["a"], "first"))

@@ -910,6 +910,30 @@ def test_cache_size_zero_disables_caching() -> None:
     assert backend.texts == ["hi there", "hi there"]
 
 
+def test_a_counter_keeps_no_counted_message_or_tool_alive_and_its_caches_bounded() -> None:
+    """A long-lived counter (the manager's, ``count_tokens``'s) holds counts, not the messages and tools it saw."""
+    import gc
+    import weakref
+
+    backend = CountingBackend(EstimateBackend())
+    counter = TokenCounter(backend=backend, cache_size=64)
+    kept = Message(role="user", content="kept alive by the caller")
+    gone = [Message(role="tool", tool_call_id=f"c{i}", content=f"output {i} " * 50) for i in range(300)]
+    tools = [Function(name=f"tool_{i}", description="a tool", parameters={"type": "object"}) for i in range(300)]
+    refs = [weakref.ref(m) for m in gone] + [weakref.ref(t) for t in tools]
+    first = counter.count_prompt([kept, *gone], tools)
+    assert counter.count_prompt([kept, *gone], tools) == first  # the same objects again: counted from memory
+    texts = len(backend.texts)
+    del gone, tools
+    gc.collect()
+    assert all(r() is None for r in refs), "a counted message or tool definition outlived its caller"
+    counter.count_messages([kept])
+    assert len(backend.texts) == texts, "a message still alive is still recognised"
+    for i in range(1_000):
+        counter.count_text(f"line {i}")
+    assert len(counter._cache) <= 64
+
+
 # --- configuration ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "kwargs",
