@@ -1,7 +1,10 @@
 """agno-compression: keep agno Agents and Teams inside their context window without losing anything.
 
->>> from agno_compression import CompressionManager
->>> agent = CompressionManager(compress_at_tokens=16_000).attach(Agent(model=..., db=SqliteDb(...)))
+```python
+from agno_compression import CompressionManager
+
+agent = CompressionManager(compress_at_tokens=16_000).attach(Agent(model=..., db=SqliteDb(...)))
+```
 
 Token counting lives in ``agno_compression.tokens``, test helpers (scripted models, a loopback
 guard) in ``agno_compression.testing``.

@@ -1,14 +1,16 @@
 """A scripted agno model for tests, demos and offline replays.
 
 ``ScriptedModel`` is a real ``agno.models.base.Model`` whose replies come from a plain
-function of the conversation, so a test reads like the conversation it checks::
+function of the conversation, so a test reads like the conversation it checks:
 
-    def script(messages, info):
-        if info.call_index == 0:
-            return Reply(tool_calls=[ToolCall("list_files", {"path": "."})])
-        return Reply(text="done")
+```python
+def script(messages, info):
+    if info.call_index == 0:
+        return Reply(tool_calls=[ToolCall("list_files", {"path": "."})])
+    return Reply(text="done")
 
-    agent = Agent(model=ScriptedModel(script), tools=[list_files])
+agent = Agent(model=ScriptedModel(script), tools=[list_files])
+```
 
 Every request the model receives is recorded (``model.requests``) exactly as it was
 sent, with its token count, so budgets and tool pairing can be asserted per call.

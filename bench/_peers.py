@@ -76,7 +76,7 @@ def available() -> tuple[list[str], str | None]:
         return found, None
     return found, (
         f"peer rows skipped for {', '.join(missing)}: not installed (pip install -e '.[bench]'; "
-        "openhands-sdk needs Python 3.12+)"
+        "openhands-sdk needs Python 3.12+, google-adk 3.11+)"
     )
 
 

@@ -30,10 +30,13 @@ def run_until_killed(
     from agno_compression.testing import WHOLE_SESSION, Reply, ScriptedModel, ToolCall, run_agent
 
     calls = {"n": 0}
+    managers: list[CompressionManager] = []
 
     def read_chunk(index: int) -> str:
         """Read one chunk of a build log."""
         if index == kill_at:
+            for manager in managers:  # the folds so far are recorded (written behind, they could lag under load)
+                manager.flush_records()
             ready.set()
             time.sleep(600)  # the parent kills the process here, mid-run, after ``kill_at`` tool batches
         return chunk(index)
@@ -63,5 +66,6 @@ def run_until_killed(
     else:
         agent = Agent(**common)
     if compress:
-        CompressionManager(compress_at_tokens=1_500).attach(agent)
+        managers.append(CompressionManager(compress_at_tokens=1_500))
+        managers[0].attach(agent)
     run_agent(agent, task, how.get("mode", "sync"))

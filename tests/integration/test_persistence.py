@@ -136,6 +136,7 @@ def shared_db(request: pytest.FixtureRequest, tmp_path: Path) -> DbTarget:
     return db_target(request.param, tmp_path, request)
 
 
+@pytest.mark.slow
 def test_eight_processes_record_at_once_and_lose_nothing(shared_db: DbTarget) -> None:
     workers, folds = 8, 25
     db = shared_db.open()
@@ -383,6 +384,7 @@ def test_reading_an_async_db_names_the_sync_class_to_use(tmp_path: Path) -> None
         full_messages(AsyncSqliteDb(db_file=str(tmp_path / "a.db")), "s")
 
 
+@pytest.mark.slow
 def test_eight_agent_processes_fold_one_session_at_once(shared_db: DbTarget) -> None:
     """8 real Agents in 8 processes, one session, >= 25 folds each, all at once: nothing lost."""
     from concurrent.futures import ProcessPoolExecutor

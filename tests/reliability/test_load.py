@@ -33,6 +33,7 @@ def _figure(name: str, text: str) -> None:
     print(f"\n[load] {name}: {text}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_sixteen_writer_processes_fifty_folds_each(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     workers, folds = 16, 50

@@ -351,6 +351,7 @@ def test_later_run_never_sees_folded_history(
         else:
             asyncio.run(manager.acompress(live))
     # 4. every recorded fold holds exactly the folded ids, with its summary, for this session only
+    manager.flush_records()  # records are written on the manager's writer thread; the post-hook would wait for them
     new_rows = [r for r in store.rows if r.run_id == "r-new"]
     summary_folds = [e for e, _ in folds if e.summary and e.folded_ids]
     assert [(r.folded_ids, r.summary, r.session_id) for r in new_rows] == [

@@ -55,7 +55,9 @@ def bench(trajectories_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("peer", sorted(MODULES))
 def test_peer_adapter(peer: str, bench) -> None:
     if not _installed(MODULES[peer]):
-        pytest.skip(f"{peer} is not installed (pip install -e '.[bench]'; openhands-sdk needs Python 3.12+)")
+        pytest.skip(
+            f"{peer} is not installed (pip install -e '.[bench]'; openhands-sdk needs Python 3.12+, google-adk 3.11+)"
+        )
     peers, recording, base = bench
     assert peer in peers.available()[0]
 

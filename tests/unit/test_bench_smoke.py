@@ -43,6 +43,7 @@ def quick_out() -> Iterator[Path]:
         out.write_bytes(before)
 
 
+@pytest.mark.slow
 def test_quick_benchmark_writes_results(trajectories_dir: Path, tmp_path: Path, quick_out: Path) -> None:
     out = quick_out
     started = time.monotonic()
