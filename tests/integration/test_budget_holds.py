@@ -4,14 +4,13 @@ real window is below the budget overflows once per run, not once per call."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
-from agno.exceptions import ContextWindowExceededError
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
-from agno_compression.testing import RUN_MODES, Reply, ScriptedModel, ScriptInfo, ToolCall, run_agent, scripted_agent
+from agno_compression.testing import RUN_MODES, Reply, ScriptInfo, ToolCall, run_agent, scripted_agent
+from tests.fakes import LimitedModel
 
 HUGE = 2_000_000  # characters of one tool output (half a million tokens)
 
@@ -65,20 +64,6 @@ def test_mask_falls_back_to_a_summary_when_placeholders_and_turns_outgrow_the_bu
     assert len(warned) == 1, "warned once per run"
 
 
-class SmallWindowModel(ScriptedModel):
-    """A scripted model whose provider rejects any prompt over ``window`` tokens, as a real one would."""
-
-    window: int = 3_000
-    rejected: int = 0
-
-    def _reply(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[Reply, int]:
-        size = self.counter.count_prompt(messages, tools)
-        if size > self.window:
-            self.rejected += 1
-            raise ContextWindowExceededError(f"prompt of {size} tokens exceeds the context window of {self.window}")
-        return super()._reply(messages, tools)
-
-
 @pytest.mark.parametrize("mode", RUN_MODES)
 def test_after_one_overflow_the_run_folds_below_the_models_real_window(
     mode: str, caplog: pytest.LogCaptureFixture
@@ -90,7 +75,7 @@ def test_after_one_overflow_the_run_folds_below_the_models_real_window(
             return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
         return Reply(text="Done.")
 
-    model = SmallWindowModel(script=script)
+    model = LimitedModel(script=script, limit=3_000)
     manager = CompressionManager(compress_at_tokens=16_000)
     agent, _ = scripted_agent(script, read_chunk, manager=manager)
     agent.model = model

@@ -15,7 +15,6 @@ import pytest
 from agno.agent import Agent
 from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
-from agno.exceptions import ContextWindowExceededError
 from agno.models.message import Message
 from agno.models.response import ModelResponse
 from agno.team import Team
@@ -24,6 +23,7 @@ from agno_compression import CompressionManager, LLMSummarizer, Summary
 from agno_compression._plan import is_summary
 from agno_compression.eval import run_in_mode
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall
+from tests.fakes import LimitedModel
 
 BUDGET = 3_000
 TASK = "Read every chunk of the build log."
@@ -148,21 +148,6 @@ def test_a_summary_that_arrives_after_the_run_ended_is_dropped_quietly(caplog: p
         threading.excepthook = before
     assert not any(w.is_alive() for w in gated.threads)
     assert not escaped, [e.exc_value for e in escaped]
-
-
-@dataclass
-class LimitedModel(ScriptedModel):
-    """A provider that rejects a prompt over ``limit`` tokens with its "prompt too long" error."""
-
-    limit: int = 2_500
-    rejected: int = 0
-
-    def _reply(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> tuple[Reply, int]:
-        tokens = self.counter.count_prompt(messages, tools)
-        if tokens > self.limit:
-            self.rejected += 1
-            raise ContextWindowExceededError(f"prompt is too long: {tokens} tokens > {self.limit} maximum")
-        return super()._reply(messages, tools)
 
 
 class Raising:
