@@ -61,7 +61,7 @@ class FoldEvent:
     at or below it that the fold paid for the prompt cache it broke (strategy ``overflow:...``: a retry)."""
 
 
-EVENTS_WINDOW = 256
+EVENTS_WINDOW = 64
 """``FoldEvent``s a manager keeps in ``events`` (the newest; each holds its summary text and folded ids);
 older ones are counted in ``stats["events_dropped"]``. The store keeps every fold with a summary (``stats``)."""
 

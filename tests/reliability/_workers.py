@@ -103,28 +103,13 @@ def load_sessions(target: Any, worker: int, folds: int, barrier: Any) -> tuple[i
     return folds, time.monotonic() - started, ids
 
 
-class FixedSummarizer:
-    """A summarizer whose summary has the same size at every fold: what grows then is the manager's own state."""
-
-    name = "fixed"
-
-    def summarize(self, request: Any) -> Any:
-        from agno_compression import Summary
-
-        lines = [f"- step {i}: read a chunk of the build log, nothing failed" for i in range(40)]
-        return Summary(text=f"{len(request.messages)} messages folded.\n" + "\n".join(lines), strategy=self.name)
-
-    async def asummarize(self, request: Any) -> Any:
-        return self.summarize(request)
-
-
 def session_memory(with_manager: bool, points: tuple[int, ...], workdir: str) -> tuple[dict[int, int], int]:
-    """``bench/_memory.session_memory`` of a chat: agno alone, or with a manager folding by ``FixedSummarizer``."""
+    """``bench/_memory.session_memory`` of a tool-using session: agno alone, or with the default (extractive) manager,
+    whose summaries condense their own older parts and so stay the same size however long the session runs."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     import _memory
 
-    setting = "fixed" if with_manager else "none"
-    return _memory.session_memory(setting, points, Path(workdir), tool_calls=0, summarizer=FixedSummarizer())
+    return _memory.session_memory("extractive" if with_manager else "none", points, Path(workdir))
