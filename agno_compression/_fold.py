@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agno.models.message import Message
 
+from . import _names
 from ._archive import SEARCH_HINT
 from ._messages import calls_by_id
 from ._plan import (
@@ -307,7 +308,13 @@ class Folder:
         hint = counter.count_text(SEARCH_HINT) + 1 if self.config.search_tool else 0
         cap = self.config.max_summary_tokens - hint
 
-        def request(messages: Sequence[Message], previous: str | None, kind: str, tokens: int) -> SummaryRequest:
+        def request(
+            messages: Sequence[Message], previous: str | None, kind: str, tokens: int, run_wide: bool = False
+        ) -> SummaryRequest:
+            names = None
+            if run_wide:  # this run's steps: the names of its earlier folds stay known past what a summary shows
+                before = state.names if state.names is not None else _names.Names.parse(previous)
+                names = state.names = _names.build(messages, before=before)
             return SummaryRequest(
                 messages=messages,
                 previous=previous,
@@ -315,18 +322,19 @@ class Folder:
                 count_tokens=counter.count_text,
                 kind=kind,
                 cap_tokens=max(tokens, cap),
+                names=names,
             )
 
         if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):
             previous = "\n\n".join(t for t in (text(plan.history_summary), text(plan.progress_summary)) if t) or None
-            return [(PROGRESS, request(plan.folded, previous, PROGRESS, budget))]
+            return [(PROGRESS, request(plan.folded, previous, PROGRESS, budget, run_wide=True))]
         out = []
         share = budget // 2 if plan.history and plan.steps else budget  # the history summary's part
         if plan.history:
             out.append((HISTORY, request(plan.history, text(plan.history_summary), HISTORY, share)))
         if plan.steps:
             rest = budget - share if plan.history else budget
-            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, rest)))
+            out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, rest, run_wide=True)))
         return out
 
     def _with_search_hint(self, text: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._messages import call_arguments, calls_by_id, message_text, one_line, result_ids, tool_name_of
+from ._messages import call_arguments, calls_by_id, command_of, message_text, one_line, result_ids, tool_name_of
 from ._plan import is_summary
 
 SECTION = "Working state"
@@ -51,7 +51,19 @@ _ID = re.compile(
 _OPEN = re.compile(
     r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|Next(?: step)?|Remaining|Still need|I need to|I still need)\b.*", re.I
 )
-_NOT_A_FILE_EXT = frozenset({"e", "g", "i", "com", "org", "net", "io", "ai"})
+_FILE_EXTS = (
+    "py pyi pyx pxd ipynb c h cc cpp cxx hpp hh m mm rs go java kt kts scala swift js jsx mjs cjs ts tsx "
+    "vue svelte rb php pl pm lua r jl sh bash zsh fish ps1 bat cmd sql graphql proto thrift json jsonl "
+    "yaml yml toml ini cfg conf env lock xml html htm css scss sass less md rst txt csv tsv log diff "
+    "patch tex bib svg png jpg jpeg gif pdf zip tar gz tgz bz2 xz whl egg db sqlite sqlite3 pkl npy npz "
+    "parquet mod sum gradle cmake mk make pony dockerfile tf hcl nix el clj ex exs erl hrl hs ml mli fs "
+    "fsx cs vb dart asm s po pot mo in out err traj"
+)
+_FILE_EXT = frozenset(_FILE_EXTS.split())
+"""File extensions that make a word without a slash a path (``setup.py``); ``self.name`` is a name."""
+_HEREDOC = re.compile(r"(<<-?\s*(['\"]?)(\w+)\2[^\n]*)\n.*?\n\s*\3\b", re.S)
+"""A here-document: its first line stays, its body (a script's text, not files the command acts on) goes."""
+_SED_SCRIPT = re.compile(r"^(?:\d+(?:,\d+)?|/)?[sy]/|^\d+[sy]?/")
 
 _READ = re.compile(r"(?:^|_)(?:read|view|open|cat|show|get|load|head|tail|less)(?:_|$)", re.I)
 _EDIT = re.compile(r"(?:^|_)(?:edit|replace|patch|insert|modify|update|apply|append|str)(?:_|$)", re.I)
@@ -106,9 +118,12 @@ def paths_in(text: str) -> list[str]:
         p = p.rstrip(".,:;")
         if not any(c.isalpha() for c in p) or p.startswith("//") or f"://{p}" in text:
             continue
+        if _SED_SCRIPT.match(p):  # sed's 's/old/new/' and '12s/old/' are scripts, not paths
+            continue
         last = p.rstrip("/").rsplit("/", 1)[-1]
         ext = last.rsplit(".", 1)[-1] if "." in last.strip(".") else ""
-        if "/" not in p and (not ext or ext.lower() in _NOT_A_FILE_EXT or ext.isdigit()):
+        # without a slash, only a known file extension makes a path: 'self.name' and 'django.conf' are names
+        if "/" not in p and ext.lower() not in _FILE_EXT:
             continue
         out.append(p)
     return list(dict.fromkeys(out))
@@ -292,6 +307,8 @@ def _file_action(tool: str, args: Any) -> tuple[str | None, str | None]:
     command = next((strings[k] for k in _SHELL_KEYS if isinstance(strings.get(k), str)), None)
     if command is None and isinstance(args, str):
         command = args
+    if command is not None:
+        command = command_of(command)  # reasoning followed by a ```bash block runs the block
     for pattern, kind in ((_CREATE, "created"), (_EDIT, "edited"), (_READ, "read")):
         if pattern.search(tool):
             return kind, command
@@ -346,7 +363,10 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 kind, command = _file_action(tool, args)
                 shell = _shell_kind(command) if command else None
                 found = paths_in(joined)
-                ledger.add(kind or shell or "paths used", found)
+                # the files a command acts on are on its own lines; a here-document's body only mentions paths
+                acted = paths_in(_HEREDOC.sub(r"\1", command)) if command and "<<" in command else found
+                ledger.add(kind or shell or "paths used", acted)
+                ledger.add("paths used", [p for p in found if p not in acted])
                 ledger.add("tests", _TEST.findall(joined))
                 ledger.add("urls", _URL.findall(joined))
                 ledger.add("ids", _ID.findall(joined))

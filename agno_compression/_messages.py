@@ -8,6 +8,7 @@ here counts, stores or mutates; nothing from the package is imported.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -96,6 +97,27 @@ def call_repr(call: dict[str, Any], limit: int) -> str:
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, default=str)
     return f"{fn.get('name', 'tool')}({one_line(args, limit)})"
+
+
+_FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.S)
+
+
+_OPENING = re.compile(r"```[\w+-]*[ \t]*\n")
+
+
+def command_of(text: str) -> str:
+    """The command an action text runs: its last fenced code block when it has one (an agent that writes its
+    reasoning and then a ```bash block), else the text itself. The tail of a longer text may hold only the block's
+    end or only its start: what is inside the fence counts then."""
+    if "```" not in text:
+        return text
+    blocks = _FENCED.findall(text)
+    if blocks and blocks[-1].strip():
+        return str(blocks[-1]).strip()
+    opening = list(_OPENING.finditer(text))
+    # an unclosed block runs to the end; with only the closing fence, the block began before the text does
+    inside = text[opening[-1].end() :] if opening else text[: text.rfind("```")]
+    return inside.strip() or text
 
 
 def call_arguments(call: dict[str, Any]) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from agno.models.message import Message
 
 from ._ledger import section_lines
-from ._messages import call_arguments, calls_by_id, message_text, one_line, result_ids, tool_name_of
+from ._messages import call_arguments, calls_by_id, command_of, message_text, one_line, result_ids, tool_name_of
 from ._plan import is_summary
 
 SECTION = "Read"
@@ -46,6 +46,8 @@ _CODE_WORDS = frozenset(
 )
 _QUOTE = '"'
 _LABEL_KEYS = ("path", "file", "file_path", "filename", "command", "cmd", "query", "url", "action", "input")
+LABEL_CHARS = 60
+"""Characters of a reading line's label (the tool and its main argument)."""
 NEWEST_QUOTA = 16
 """Names the newest folded output gets per round when the reading is rendered; each older output gets half as
 many as the one after it, and at least one."""
@@ -146,7 +148,8 @@ def _label(message: Message, calls: dict[str, dict[str, object]]) -> str:
             detail = f"{args['command']} {args['path']}"  # an editor's verb and its file
     elif isinstance(args, str):
         detail = args
-    label = one_line(f"{name} {detail}".replace(_QUOTE, "'").replace("»", ">>"), 100)
+    detail = command_of(detail)
+    label = one_line(f"{name} {detail}".replace(_QUOTE, "'").replace("»", ">>"), LABEL_CHARS)
     return label
 
 

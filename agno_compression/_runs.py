@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from agno.models.base import Model
 
+    from ._names import Names
     from ._records import FoldEvent
     from ._store import CompressionStore, SessionCompression
 
@@ -85,6 +86,8 @@ class RunState:
     """Model calls of this live list seen so far."""
     folded_at: int = -EARLY_FOLD_GAP
     """``calls`` at the newest fold of this live list."""
+    names: Names | None = None
+    """The names in use of every step this run folded so far (its progress summaries show only what fits)."""
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""

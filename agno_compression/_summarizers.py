@@ -25,12 +25,20 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agno.models.message import Message
 
-from . import _ledger, _reading
+from . import _ledger, _names, _reading
 from ._exceptions import ConfigError, SummarizerError
 from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
 from ._plan import HISTORY, PROGRESS, is_summary
 from ._reading import _EXIT
-from ._summary_text import PROGRESS_HEADER, READ_SHARE, SUMMARY_HEADER, fit, parse_sections, strip_header
+from ._summary_text import (
+    NAMES_SHARE,
+    PROGRESS_HEADER,
+    READ_SHARE,
+    SUMMARY_HEADER,
+    fit,
+    parse_sections,
+    strip_header,
+)
 
 if TYPE_CHECKING:
     from agno.models.base import Model
@@ -56,6 +64,14 @@ class SummaryRequest:
     cap_tokens: int | None = None
     """How far past ``max_tokens`` a summary may go rather than drop a file or a test it acted on (the manager
     passes ``max_summary_tokens``); ``None``: ``max_tokens`` is the cap too."""
+    names: _names.Names | None = None
+    """The names in use after this span, newest first, with those of every earlier fold of the run (the manager
+    keeps them between folds, where a summary's text holds only what fit); ``None``: built from ``messages`` and
+    ``previous``."""
+
+    def names_in_use(self) -> _names.Names:
+        """``names``, or the names of ``messages`` on top of ``previous``'s."""
+        return self.names if self.names is not None else _names.build(self.messages, self.previous)
 
 
 @dataclass(frozen=True)
@@ -145,6 +161,7 @@ class ExtractiveSummarizer:
             requests=requests,
             ledger=ledger,
             reading=_reading.build(request.messages, request.previous),
+            names=request.names_in_use(),
             steps=steps,
             latest=latest,
             earlier=sections.get("Earlier summary", []),
@@ -255,6 +272,14 @@ class LLMSummarizer:
             request.count_tokens,
         )
         block += f"\n## {_reading.SECTION}\n" + "\n".join(read) if read else ""
+        room = request.max_tokens - request.count_tokens(header + block) - 60
+        names = _names.render(
+            request.names_in_use(),
+            min(int(request.max_tokens * NAMES_SHARE), room // 2),
+            request.count_tokens,
+            present=block,
+        )
+        block += f"\n## {_names.SECTION}\n" + "\n".join(names) if names else ""
         # The model's prose gives way to the ledger when both do not fit the budget (cut in the middle).
         room = request.max_tokens - request.count_tokens(header + block) - 10
         body = _cut_middle(_without_ledger(text.strip()), max(room, 40), request.count_tokens) + block
@@ -282,11 +307,12 @@ def _cut_middle(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
 
 
 def _without_ledger(text: str) -> str:
-    """``text`` without its ``## Working state`` and ``## Read`` sections (rebuilt deterministically on every fold)."""
+    """``text`` without its ``## Working state``, ``## Read`` and ``## Names in use`` sections (rebuilt
+    deterministically on every fold)."""
     out, inside = [], False
     for line in text.splitlines():
         if line.startswith("## "):
-            inside = line[3:].strip() in (_ledger.SECTION, _reading.SECTION)
+            inside = line[3:].strip() in (_ledger.SECTION, _reading.SECTION, _names.SECTION)
         if not inside:
             out.append(line)
     return "\n".join(out).strip()

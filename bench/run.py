@@ -12,6 +12,9 @@ one session (``bench/_memory.py``). Writes ``bench/RESULTS.md``; ``--quick`` rep
 at one threshold (the smoke test runs it) and writes ``bench/out/RESULTS-quick.md`` (git-ignored), so a
 quick run never overwrites the committed results; ``--out`` overrides either.
 
+``--trajectories DIR`` replays another folder of recordings instead (every file below it, in any format
+``agno-compression eval`` reads): a held-out set, measured the same way.
+
 Everything is offline: non-loopback connections are refused; agno's token counter gets tiktoken
 rank files from the ``bpe-openai`` package through a private ``TIKTOKEN_CACHE_DIR``; summaries
 that agno's built-ins and the ``llm`` strategy ask a model for are written by a deterministic
@@ -50,7 +53,12 @@ import _report  # noqa: E402
 import _session_load  # noqa: E402
 from agno.models.message import Message  # noqa: E402
 
-from agno_compression.eval import Trajectory, iter_shared_trajectories, observations_as_tool_calls  # noqa: E402
+from agno_compression.eval import (  # noqa: E402
+    Trajectory,
+    iter_shared_trajectories,
+    load_trajectories,
+    observations_as_tool_calls,
+)
 from agno_compression.tokens import TokenCounter  # noqa: E402
 
 DEFAULT_TRAJECTORIES = HERE.parent.parent / "shared" / "trajectories"
@@ -111,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few small recordings, one threshold, small session")
     parser.add_argument("--thresholds", type=int, nargs="+", help="token thresholds (default 8000 16000 32000)")
     parser.add_argument("--settings", nargs="+", choices=_replays.SETTINGS[1:], help="strategies to compare")
-    parser.add_argument("--trajectories", type=Path, default=DEFAULT_TRAJECTORIES, help="shared trajectories folder")
+    parser.add_argument(
+        "--trajectories",
+        type=Path,
+        default=DEFAULT_TRAJECTORIES,
+        help="the shared trajectories folder, or any folder of recordings (default ../shared/trajectories)",
+    )
     parser.add_argument(
         "--out", type=Path, help="results file (default bench/RESULTS.md; with --quick bench/out/RESULTS-quick.md)"
     )
@@ -160,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         def say(text: str) -> None:
             print(f"[{time.perf_counter() - started:7.1f}s] {text}", file=sys.stderr, flush=True)
 
-        real = list(iter_shared_trajectories(args.trajectories))
+        # the shared folder, or any folder of recordings (a held-out set): every file below it, by its format
+        real = list(iter_shared_trajectories(args.trajectories)) or load_trajectories(args.trajectories)
         if args.quick:
             recordings = select_quick(real, min(thresholds))
         else:

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_plan",
                 "_ledger",
                 "_reading",
+                "_names",
                 "_summarizers",
                 "_summary_text",
                 "_observations",

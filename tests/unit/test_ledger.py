@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from agno_compression import _ledger, _summarizers
 from agno_compression._ledger import mentions, outcome_of
+from agno_compression._messages import command_of
 from tests.strategies import examples
 
 # words and letters that decide a match: ASCII in any case, and the non-ASCII letters re.I folds into ASCII ones
@@ -156,3 +158,47 @@ def test_a_summary_of_hundreds_of_requests_keeps_the_first_and_the_newest() -> N
     assert "Task 0:" in summary and "Task 299:" in summary
     found = re.search(r"\((\d+) earlier requests not listed\)", summary)
     assert found and int(found.group(1)) + summary.count("- Task ") == 300
+
+
+def _ran(action: str) -> _ledger.Ledger:
+    from agno.models.message import Message
+
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "execute", "arguments": json.dumps({"action": action})},
+    }
+    return _ledger.build([Message(role="assistant", content=action, tool_calls=[call])])
+
+
+def test_an_action_that_reasons_then_runs_a_fenced_block_runs_the_block() -> None:
+    ledger = _ran(
+        "THOUGHT: look at the token code first.\n\n```bash\nsed -n '40,60p' django/contrib/auth/tokens.py\n```"
+    )
+    assert list(ledger.commands) == ["sed -n '40,60p' django/contrib/auth/tokens.py"]
+    assert ledger.values["read"] == [] and "django/contrib/auth/tokens.py" in ledger.values["paths used"]
+
+
+def test_command_of_a_block_cut_at_either_end() -> None:
+    assert command_of("reason\n```bash\nls -la\n```") == "ls -la"
+    assert command_of("reason\n```\npython x.py\n```\nmore text\n```sh\npytest -q\n```") == "pytest -q"
+    assert command_of("...the tail of a long script\nprint(x)\nEOF\npython x.py\n```") == (
+        "...the tail of a long script\nprint(x)\nEOF\npython x.py"
+    )
+    assert command_of("THOUGHT: run it\n```bash\npython x.py") == "python x.py", "an unclosed block runs to the end"
+    assert command_of("ls -la") == "ls -la"
+    assert command_of("say ``` but no block") == "say", "only a closing fence: what came before it"
+
+
+def test_sed_scripts_and_dotted_names_are_not_paths() -> None:
+    text = "sed -i '124s/name/title/' src/models.py && sed -i 's/old/new/' setup.py; self.name, django.db.models"
+    assert _ledger.paths_in(text) == ["src/models.py", "setup.py"]
+    assert _ledger.paths_in("see README.md, nginx.conf and data/") == ["README.md", "nginx.conf", "data/"]
+
+
+def test_a_here_document_creates_its_target_and_only_mentions_the_paths_in_its_body() -> None:
+    script = "cat <<'EOF' > repro.py\nfrom app.settings import CONFIG\nopen('data/input.json')\nEOF\npython repro.py"
+    ledger = _ran(f"THOUGHT: reproduce.\n```bash\n{script}\n```")
+    assert ledger.values["created"] == ["repro.py"]
+    assert "data/input.json" in ledger.values["paths used"]
+    assert list(ledger.commands) == ["cat <<'EOF' > repro.py"]
