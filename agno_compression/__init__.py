@@ -15,12 +15,17 @@ from ._exceptions import CompressionError, ConfigError, StoreError, SummarizerEr
 from ._export import export_examples
 from ._manager import CompressionManager, FoldEvent
 from ._metrics import fix_stream_usage
-from ._observations import ObservationPolicy, ObservationSummaryPolicy, TieredOutputPolicy, TruncatePolicy
+from ._observations import (
+    ObservationPolicy,
+    ObservationSummaryPolicy,
+    TieredOutputPolicy,
+    TruncatePolicy,
+    truncate_output,
+)
 from ._plan import is_summary
 from ._sessions import compressed_view, full_messages, load_snapshot, snapshot, stats
-from ._store import CompressionRecord, CompressionStore, SQLAlchemyStore
+from ._stores import CompressionRecord, CompressionStore, SQLAlchemyStore
 from ._summarizers import ExtractiveSummarizer, LLMSummarizer, Pipeline, Summarizer, Summary, SummaryRequest
-from ._truncate import truncate_output
 from .tokens import count_tokens
 
 __version__ = "0.1.0"

@@ -235,7 +235,7 @@ def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
 
 def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
     from ._sessions import records_of_run, session_runs
-    from ._store import store_for
+    from ._stores import store_for
     from ._timeline import fold_reason
 
     found = _session(handle, session, db)

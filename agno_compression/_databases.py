@@ -186,9 +186,9 @@ def _owner(session: Any) -> str:
 
 
 def _session(db: Any, session_id: str, spec: str) -> Any:
-    from ._sessions import _agno_session
+    from ._stores import agno_session
 
-    session, _ = _agno_session(db, session_id)
+    session, _ = agno_session(db, session_id)
     if session is None:
         raise fail(f"{spec}: no session {session_id!r}")
     return session

@@ -19,10 +19,8 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from ._exceptions import ConfigError, StoreError
-from ._redis_store import RedisStore
-from ._session_store import EVENTS_KEY, SessionDataStore
-from ._sessions import _agno_session, _as_store
-from ._store import CompressionStore, SQLAlchemyStore
+from ._sessions import _as_store
+from ._stores import EVENTS_KEY, CompressionStore, RedisStore, SessionDataStore, SQLAlchemyStore, agno_session
 
 log = logging.getLogger("agno_compression")
 
@@ -117,7 +115,7 @@ def _delete_lists(store: RedisStore, ids: list[str]) -> int:
 
 def _strip_session_data(db: Any, session_id: str) -> int:
     """Remove the records and totals kept in agno's row of a session that still exists; the records removed."""
-    session, _ = _agno_session(db, session_id)
+    session, _ = agno_session(db, session_id)
     data = getattr(session, "session_data", None)
     if not isinstance(data, dict) or (EVENTS_KEY not in data and TOTALS_KEY not in data):
         return 0

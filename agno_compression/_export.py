@@ -20,7 +20,8 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._sessions import _agno_session, compressed_view, session_runs
+from ._sessions import compressed_view, session_runs
+from ._stores import agno_session
 
 EXPORT_FORMAT = "agno-compression-export/1"
 
@@ -44,7 +45,7 @@ def export_examples(db: Any, session_id: str, *, per: str = "session", with_view
     """The training examples of one session: one per session or one per top-level run."""
     if per not in ("session", "run"):
         raise ValueError(f"per must be 'session' or 'run', got {per!r}")
-    session, _ = _agno_session(db, session_id)
+    session, _ = agno_session(db, session_id)
     if session is None:
         return
     runs = session_runs(session, top_level=True)

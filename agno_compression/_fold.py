@@ -16,7 +16,9 @@ from agno.models.message import Message
 
 from . import _names
 from ._archive import SEARCH_HINT
+from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
+from ._observations import shorten_text
 from ._plan import (
     HISTORY,
     PROGRESS,
@@ -28,10 +30,10 @@ from ._plan import (
     plan_fold,
     recent_start,
 )
-from ._records import FoldEvent, FoldRecorder, keep_event
+from ._records import FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._stats import Stats
-from ._store import usage_dict
+from ._stores import usage_dict
 from ._summarizers import (
     ExtractiveSummarizer,
     Summarizer,
@@ -41,7 +43,6 @@ from ._summarizers import (
     mask_placeholder,
     strip_header,
 )
-from ._truncate import shorten_text
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:

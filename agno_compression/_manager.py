@@ -37,18 +37,19 @@ from ._compat import (
 )
 from ._config import check_options
 from ._deletion import guard_deletes
+from ._events import FoldEvent
 from ._exceptions import ConfigError
 from ._fold import Folder, account
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy
 from ._plan import drop_failed_calls, find_current_user, is_summary, retain_turns
 from ._policies import PolicyAnswer, PolicyCall, aapply_policy, apply_policy, police
-from ._records import FoldEvent, FoldRecorder
+from ._records import FoldRecorder
 from ._recovery import guard_overflow
 from ._runner import SummarizerRunner, adrive, degrades, drive
 from ._runs import RunRegistry, RunState
 from ._sessions import full_messages
 from ._stats import Stats
-from ._store import CompressionStore
+from ._stores import CompressionStore
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
 from .tokens import TokenCounter
 

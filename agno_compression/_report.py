@@ -8,7 +8,7 @@ from ._databases import _owner, _session, _sessions
 from ._messages import message_text, one_line
 from ._page import session_page
 from ._sessions import session_runs, stats_of
-from ._store import store_for
+from ._stores import store_for
 from ._timeline import build_timeline
 
 

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
     from agno.models.base import Model
 
+    from ._events import FoldEvent
     from ._names import Names
-    from ._records import FoldEvent
-    from ._store import CompressionStore, SessionCompression
+    from ._stores import CompressionStore, SessionCompression
 
 MAX_TRACKED_RUNS = 256
 """Runs remembered at once; the oldest is forgotten first (a run whose post-hook never came)."""

@@ -1,7 +1,7 @@
 """Reading agno's stored sessions: their runs and messages, the view the model sees, stats and snapshots.
 
 agno keeps every original message in its own session storage; this package only adds fold records
-(``_store``). Everything here reads agno's side (``db.get_session``) and joins the records to it:
+(``_stores``). Everything here reads agno's side (``db.get_session``) and joins the records to it:
 ``full_messages`` for training-data export, ``compressed_view`` for what the model sees now,
 ``stats`` and ``snapshot``/``load_snapshot`` for moving a session between databases.
 """
@@ -16,15 +16,16 @@ from itertools import chain
 from operator import attrgetter
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from ._exceptions import ConfigError, StoreError
 from ._plan import SYSTEM_ROLES, filter_folded
-from ._store import (
+from ._stores import (
+    EVENTS_KEY,
     SCHEMA_VERSION,
     CompressionRecord,
     CompressionStore,
     SessionCompression,
+    SessionDataStore,
+    agno_session,
     load_counted,
     store_for,
 )
@@ -79,29 +80,6 @@ def stored_ids_of(session: Any, live: Iterable[Any] = ()) -> StoredIds | None:
     if not runs:
         return None
     return StoredIds(runs, session, live)
-
-
-def _agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
-    """The agno session ``session_id`` (agent, team or workflow) and its type, or ``(None, None)``."""
-    from agno.db.base import SessionType
-
-    if not isinstance(getattr(db, "db_engine", None), Engine) and getattr(db, "db_engine", None) is not None:
-        raise ConfigError(
-            f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
-        )
-    from agno.session import TeamSession, WorkflowSession
-
-    try:
-        # No type given: agno reads the row's stored session_type. Asking for a type does not filter;
-        # agno would deserialize a workflow or team row as whatever class was asked for.
-        session = db.get_session(session_id=session_id, session_type=None)
-    except Exception as exc:
-        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
-    if session is None:
-        return None, None
-    if isinstance(session, WorkflowSession):
-        return session, SessionType.WORKFLOW
-    return session, SessionType.TEAM if isinstance(session, TeamSession) else SessionType.AGENT
 
 
 def session_runs(session: Any, *, top_level: bool = False) -> list[Any]:
@@ -161,7 +139,7 @@ def full_messages(db: Any, session_id: str) -> list[Any]:
     (``from_history=True``) are skipped, everything else is kept with its full original content,
     whatever was folded, summarized, masked or shortened in context.
     """
-    session, _ = _agno_session(db, session_id)
+    session, _ = agno_session(db, session_id)
     if session is None:
         return []
     return [m for run in session_runs(session) for m in run.messages or [] if not m.from_history]
@@ -173,7 +151,7 @@ def compressed_view(db: Any, session_id: str) -> list[Any]:
     Reconstructed from agno's stored runs (top-level runs only, as agno loads history) and the
     fold records; masked or shortened tool outputs carry their in-context text in ``compressed_content``.
     """
-    session, _ = _agno_session(db, session_id)
+    session, _ = agno_session(db, session_id)
     if session is None:
         return []
     messages = [m for run in session_runs(session, top_level=True) for m in run.messages or [] if not m.from_history]
@@ -249,7 +227,7 @@ def snapshot(db: Any, session_id: str) -> dict[str, Any]:
 
     ``load_snapshot`` writes it into another database, so a session can move between databases.
     """
-    session, kind = _agno_session(db, session_id)
+    session, kind = agno_session(db, session_id)
     if session is None:
         raise StoreError(f"no session {session_id!r} in {type(db).__name__}")
     records = []
@@ -283,8 +261,6 @@ def load_snapshot(db: Any, data: dict[str, Any]) -> int:
     if session is None:
         raise ConfigError(f"snapshot of {data.get('session_id')!r} holds no readable agno session")
     store = _as_store(db)
-    from ._session_store import EVENTS_KEY, SessionDataStore
-
     if isinstance(store, SessionDataStore):
         # The records live in the session row being overwritten: keep the destination's own, and let the
         # loop below add the snapshot's (the snapshot's session may carry rows of its source).

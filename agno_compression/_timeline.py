@@ -20,7 +20,7 @@ from ._archive import SEARCH_TOOL_NAME
 from ._messages import message_text
 from ._plan import PROGRESS, make_summary_message
 from ._sessions import SessionStats, records_of_run, session_runs, stats_of
-from ._store import CompressionRecord
+from ._stores import CompressionRecord
 from ._summarizers import is_masked
 from .tokens import TokenCounter
 

@@ -18,8 +18,9 @@ It never touches the network.
 
 Also here: ``scripted_agent`` and ``loop_agent`` (real Agents on a scripted model; the second reads
 long log chunks in a tool loop with a ``CompressionManager`` attached, recording what it produced and
-every fold), ``FailingSummarizer`` (a summarizer that fails the way real ones do) and ``offline`` /
-``block_network`` (no connection but loopback, no provider API key: no real model request).
+every fold), ``run_in_mode`` and ``run_agent`` (one run on any of agno's four model paths, as the offline
+replays of ``agno_compression.eval`` run too), ``FailingSummarizer`` (a summarizer that fails the way real ones
+do) and ``offline`` / ``block_network`` (no connection but loopback, no provider API key: no real model request).
 """
 
 from __future__ import annotations
@@ -183,10 +184,29 @@ WHOLE_SESSION: dict[str, Any] = {"add_history_to_context": True, "num_history_ru
 """Agent or Team options that put the session's earlier runs (up to 100) in the context."""
 
 
+def run_in_mode(agent: Any, text: str, mode: str) -> Any:
+    """Run ``agent`` (or a Team) on ``text`` in one of the four modes and return the final run output."""
+    if mode == "sync":
+        return agent.run(text)
+    if mode == "stream":
+        last = None
+        for _ in agent.run(text, stream=True, yield_run_output=True):
+            last = _
+        return last
+    if mode == "async":
+        return asyncio.run(agent.arun(text))
+
+    async def consume() -> Any:
+        last = None
+        async for event in agent.arun(text, stream=True, yield_run_output=True):
+            last = event
+        return last
+
+    return asyncio.run(consume())
+
+
 def run_agent(agent: Any, text: str, mode: str = "sync") -> Any:
     """Run an Agent or Team on ``text`` in one of ``RUN_MODES``; the final run output."""
-    from .eval import run_in_mode  # eval imports this module: imported here, when first used
-
     return run_in_mode(agent, text, mode)
 
 

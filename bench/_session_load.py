@@ -32,7 +32,7 @@ from agno.models.message import Message
 from agno_compression._messages import call_ids
 from agno_compression._plan import filter_folded
 from agno_compression._sessions import stored_ids_of
-from agno_compression._store import CompressionRecord, SQLAlchemyStore, load_counted
+from agno_compression._stores import CompressionRecord, SQLAlchemyStore, load_counted
 
 SESSION_ID = "bench-load"
 

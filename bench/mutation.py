@@ -81,14 +81,18 @@ TARGETS = {
     ),
     # the union of fold records, the newest summary, rows counted only when their run was stored
     "store": Target(
-        ("agno_compression/_store.py",),
+        (
+            "agno_compression/_stores/_base.py",
+            "agno_compression/_stores/_sql.py",
+            "agno_compression/_stores/_choice.py",
+        ),
         tuple(
-            f"{M}_store.{name}__mutmut_*"
+            f"{M}_stores.{name}__mutmut_*"
             for name in (
-                "x_merge_rows",
-                "x_load_counted",
-                "xǁSQLAlchemyStoreǁload",
-                "xǁSQLAlchemyStoreǁevents",
+                "_base.x_merge_rows",
+                "_choice.x_load_counted",
+                "_sql.xǁSQLAlchemyStoreǁload",
+                "_sql.xǁSQLAlchemyStoreǁevents",
             )
         ),
         _STORE_TESTS,
@@ -160,12 +164,16 @@ TARGETS = {
     ),
     # truncate_output and everything it calls
     "observations": Target(
-        ("agno_compression/_cuts.py", "agno_compression/_structure.py", "agno_compression/_truncate.py"),
         (
-            f"{M}_cuts.*",
-            f"{M}_structure.*",
-            f"{M}_truncate.x__truncate_text__mutmut_*",
-            f"{M}_truncate.x_truncate_output__mutmut_*",
+            "agno_compression/_observations/_cuts.py",
+            "agno_compression/_observations/_structure.py",
+            "agno_compression/_observations/_truncation.py",
+        ),
+        (
+            f"{M}_observations._cuts.*",
+            f"{M}_observations._structure.*",
+            f"{M}_observations._truncation.x__truncate_text__mutmut_*",
+            f"{M}_observations._truncation.x_truncate_output__mutmut_*",
         ),
         ("tests/unit/test_observations.py",),
         # two interpreters per run; its in-process twin test_set_items_are_shown_sorted stays

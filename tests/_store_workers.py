@@ -10,7 +10,7 @@ from tests.helpers import DbTarget
 def record_folds(target: DbTarget, session_id: str, worker: int, folds: int, barrier: Any) -> int:
     """Open the agent's agno db in this process and record ``folds`` folds as fast as possible."""
     from agno_compression import CompressionRecord
-    from agno_compression._store import store_for
+    from agno_compression._stores import store_for
 
     store = store_for(target.open())
     assert store is not None

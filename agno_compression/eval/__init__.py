@@ -13,6 +13,7 @@ This layer sits above the rest of the package: nothing outside ``agno_compressio
 (its session pages count cost as ``eval`` does) and the benchmarks imports it.
 """
 
+from ..testing import run_in_mode  # kept here too: the replays' way of running an agent
 from ._grounding import grounding, identifiers, missing, needs_of, prompt_text
 from ._loaders import Trajectory, TrajectoryFormatError, iter_shared_trajectories, load_trajectories
 from ._replay import (
@@ -22,7 +23,6 @@ from ._replay import (
     observations_as_tool_calls,
     prepare_replay,
     replay,
-    run_in_mode,
     split_turns,
 )
 from ._scoring import (

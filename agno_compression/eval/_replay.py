@@ -9,7 +9,6 @@ a new run of one session, so later runs load earlier ones as history.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any
 from agno.models.message import Message
 from agno.tools.function import Function
 
-from ..testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall
+from ..testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall, run_in_mode
 
 END_OF_RECORDING = "(end of recording)"
 """What the scripted model answers once a turn's recorded replies are used up: it ends the run."""
@@ -229,24 +228,3 @@ def replay(
     return ReplayResult(
         requests=prepared.model.requests, session_id=session_id, runs=len(prepared.turns), run_outputs=outputs
     )
-
-
-def run_in_mode(agent: Any, text: str, mode: str) -> Any:
-    """Run ``agent`` (or a Team) on ``text`` in one of the four modes and return the final run output."""
-    if mode == "sync":
-        return agent.run(text)
-    if mode == "stream":
-        last = None
-        for _ in agent.run(text, stream=True, yield_run_output=True):
-            last = _
-        return last
-    if mode == "async":
-        return asyncio.run(agent.arun(text))
-
-    async def consume() -> Any:
-        last = None
-        async for event in agent.arun(text, stream=True, yield_run_output=True):
-            last = event
-        return last
-
-    return asyncio.run(consume())

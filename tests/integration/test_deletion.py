@@ -26,7 +26,7 @@ from agno_compression import (
     stats,
 )
 from agno_compression._cli import app
-from agno_compression._store import store_for
+from agno_compression._stores import store_for
 from agno_compression.testing import LoopAgent, log_chunk, loop_agent
 from tests.helpers import DbTarget, db_target, open_async_db
 

@@ -27,7 +27,7 @@ from agno_compression import (
     stats,
 )
 from agno_compression._plan import is_summary, pair_violations
-from agno_compression._store import store_for
+from agno_compression._stores import store_for
 from agno_compression.testing import (
     WHOLE_SESSION,
     LoopAgent,

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from agno_compression import CompressionManager, compressed_view, full_messages, load_snapshot, snapshot, stats
 from agno_compression._cli import app
 from agno_compression._plan import is_summary, pair_violations
-from agno_compression._sessions import _agno_session, session_runs
+from agno_compression._sessions import session_runs
+from agno_compression._stores import agno_session
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, ToolCall, scripted_agent
 
 runner = CliRunner()
@@ -85,7 +86,7 @@ def _check_session(db: Any, manager: CompressionManager, produced: list[str], tm
     exported = runner.invoke(app, ["export", "--db", where, "--session", "wf"])
     assert exported.exit_code == 0, exported.output
     example = json.loads(exported.stdout.splitlines()[0])
-    session, _ = _agno_session(db, "wf")
+    session, _ = agno_session(db, "wf")
     step_runs = session_runs(session, top_level=True)  # the steps' own runs: no team member runs
     assert [m["id"] for m in example["messages"]] == [
         m.id for r in step_runs for m in r.messages or [] if not m.from_history

@@ -21,7 +21,7 @@ from sqlalchemy import event
 
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError, full_messages
 from agno_compression._plan import is_summary
-from agno_compression._store import SessionCompression
+from agno_compression._stores import SessionCompression
 from agno_compression.testing import RUN_MODES, FailingSummarizer, LoopAgent
 from agno_compression.tokens import TokenCounter
 from tests.checks import check_request

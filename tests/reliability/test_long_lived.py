@@ -11,7 +11,7 @@ from pathlib import Path
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
-from agno_compression._records import EVENTS_WINDOW
+from agno_compression._events import EVENTS_WINDOW
 from agno_compression.testing import ScriptedModel, log_chunk
 from tests.reliability import _workers
 

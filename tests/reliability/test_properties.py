@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from agno_compression import CompressionManager, CompressionRecord, LLMSummarizer
 from agno_compression._messages import call_ids, result_ids
 from agno_compression._plan import HISTORY, SYSTEM_ROLES, is_summary, pair_violations, summary_kind
-from agno_compression._store import SessionCompression
+from agno_compression._stores import SessionCompression
 from agno_compression.testing import FailingSummarizer, ScriptedModel
 from agno_compression.tokens import TokenCounter
 from tests.reliability._profile import count, share

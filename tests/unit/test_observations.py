@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agno_compression import TieredOutputPolicy, truncate_output
 from agno_compression._exceptions import ConfigError
-from agno_compression._truncate import shorten_text
+from agno_compression._observations import shorten_text
 from tests.strategies import examples
 
 # --------------------------------------------------------------------------- seed-shaped inputs

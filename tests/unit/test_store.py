@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, inspect, text
 from agno_compression import CompressionRecord, SQLAlchemyStore, StoreError
 from agno_compression._plan import SYSTEM_ROLES, filter_folded, is_summary, pair_violations
 from agno_compression._sessions import stored_ids_of
-from agno_compression._store import TABLE_NAME, SessionCompression, load_counted
+from agno_compression._stores import TABLE_NAME, SessionCompression, load_counted
 from tests.helpers import DbTarget, db_target
 from tests.strategies import conversation, examples
 

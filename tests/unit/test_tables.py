@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import JSON, Column, Float, Integer, MetaData, String, Table, Text, create_engine, insert, inspect
 
 from agno_compression import CompressionRecord, SQLAlchemyStore
-from agno_compression._store import TABLE_NAME
-from agno_compression._tables import ADDED_COLUMNS
+from agno_compression._stores import TABLE_NAME
+from agno_compression._stores._tables import ADDED_COLUMNS
 from tests.helpers import db_target
 
 

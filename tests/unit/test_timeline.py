@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from agno_compression import CompressionRecord, stats
 from agno_compression._cli import app
 from agno_compression._databases import _session, open_db
-from agno_compression._store import store_for
+from agno_compression._stores import store_for
 from agno_compression._timeline import Timeline, build_timeline, fold_reason
 from agno_compression.testing import loop_agent
 from tests.scenarios import Scenario, hostile_session

@@ -8,7 +8,7 @@ A fold is appended to the session object of the run that folded (bound by the ma
 run starts), and agno writes it with the session: at the end of the run and at every
 ``checkpoint="tool-batch"`` checkpoint. A record is therefore stored together with the messages it
 folded, never before them. Without a bound session (snapshots, scripts) the row is written by
-reading the session and upserting it back.
+reading the session and upserting it back. ``agno_session`` reads a session from any agno db.
 
 Concurrency: agno upserts a session row as a whole, so two processes writing one session at
 once on such a db race and the last writer's rows win. Use a SQL db (SQLite, PostgreSQL, MySQL)
@@ -23,12 +23,36 @@ from collections.abc import Collection, Iterable
 from dataclasses import fields
 from typing import Any
 
-from ._exceptions import StoreError
-from ._sessions import _agno_session
-from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
+from sqlalchemy.engine import Engine
+
+from .._exceptions import ConfigError, StoreError
+from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
 
 EVENTS_KEY = "agno_compression_events"
 _MAX_BOUND = 256
+
+
+def agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
+    """The agno session ``session_id`` (agent, team or workflow) and its type, or ``(None, None)``."""
+    from agno.db.base import SessionType
+
+    if not isinstance(getattr(db, "db_engine", None), Engine) and getattr(db, "db_engine", None) is not None:
+        raise ConfigError(
+            f"{type(db).__name__} is asynchronous; open the same database with SqliteDb or PostgresDb to read sessions"
+        )
+    from agno.session import TeamSession, WorkflowSession
+
+    try:
+        # No type given: agno reads the row's stored session_type. Asking for a type does not filter;
+        # agno would deserialize a workflow or team row as whatever class was asked for.
+        session = db.get_session(session_id=session_id, session_type=None)
+    except Exception as exc:
+        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
+    if session is None:
+        return None, None
+    if isinstance(session, WorkflowSession):
+        return session, SessionType.WORKFLOW
+    return session, SessionType.TEAM if isinstance(session, TeamSession) else SessionType.AGENT
 
 
 class SessionDataStore:
@@ -67,7 +91,7 @@ class SessionDataStore:
             raise StoreError("a compression record needs a session_id")
         with self._lock:
             bound = self._bound.get(row.session_id)
-        session = bound if bound is not None else _agno_session(self.db, row.session_id)[0]
+        session = bound if bound is not None else agno_session(self.db, row.session_id)[0]
         if session is None:
             raise StoreError(f"no agno session {row.session_id!r} to keep the fold in")
         with self._lock:
@@ -90,7 +114,7 @@ class SessionDataStore:
         """The session's stored rows, as kept in ``session_data`` (oldest first)."""
         with self._lock:
             bound = self._bound.get(session_id)
-        session = bound if bound is not None else _agno_session(self.db, session_id)[0]
+        session = bound if bound is not None else agno_session(self.db, session_id)[0]
         return list(self._rows_of(session)) if session is not None else []
 
     def events(self, session_id: str) -> list[CompressionRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 
-from ._exceptions import ConfigError
+from .._exceptions import ConfigError
 
 MIN_MAX_CHARS = 100
 """The smallest ``max_chars`` that ``truncate_output`` accepts."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .._exceptions import ConfigError
 from ._cuts import (
     _LINE_FILL,
     MIN_MAX_CHARS,
@@ -24,8 +25,7 @@ from ._cuts import (
     _plural,
     _tail_cut,
 )
-from ._exceptions import ConfigError
-from ._truncate import truncate_output
+from ._truncation import truncate_output
 
 log = logging.getLogger("agno_compression")
 
@@ -163,14 +163,14 @@ class ObservationSummaryPolicy:
 
     def _count(self, text: str) -> int:
         if self.count_tokens is None:
-            from .tokens import count_tokens
+            from ..tokens import count_tokens
 
             return count_tokens(text)
         return self.count_tokens(text)
 
     def extractive(self, text: str) -> str:
         """Head and tail within the budget, plus the facts of the omitted middle."""
-        from ._reading import extract_facts
+        from .._reading import extract_facts
 
         chars = max(MIN_MAX_CHARS, int(len(text) * self.max_observation_tokens / max(self._count(text), 1) * 0.8))
         kept = truncate_output(text, chars)

@@ -18,129 +18,24 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, fields
+from typing import Any
 
 from sqlalchemy import bindparam, create_engine, insert, inspect, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from ._exceptions import ConfigError, StoreError
+from .._exceptions import ConfigError, StoreError
+from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
 from ._tables import ADDED_COLUMNS, KNOWN_LOCK, KNOWN_TABLES, add_columns, columns_of, known_key, records_table
 
 log = logging.getLogger("agno_compression")
 
 TABLE_NAME = "agno_compression_events"
-SCHEMA_VERSION = 1
 _LOCK_RETRIES = 5
 _CACHED_SESSIONS = 64
 """Sessions whose parsed rows a store keeps (least recently loaded dropped first)."""
-
-
-@dataclass
-class CompressionRecord:
-    """One fold as stored: the row written to ``agno_compression_events``."""
-
-    session_id: str
-    folded_ids: list[str]
-    summary: str | None
-    strategy: str
-    owner_type: str = "agent"
-    """``"agent"`` or ``"team"``."""
-    owner_id: str | None = None
-    run_id: str | None = None
-    tokens_before: int = 0
-    tokens_after: int = 0
-    summarizer_model: str | None = None
-    summarizer_usage: dict[str, Any] | None = None
-    created_at: float = field(default_factory=time.time)
-    schema_version: int = SCHEMA_VERSION
-    id: int | None = None
-    """Assigned by the database on insert."""
-    call_index: int | None = None
-    """Which model call of its run (1-based) the fold came before; ``None`` in records older than this field."""
-    budget: int | None = None
-    """``compress_at_tokens`` when the fold was made; ``None`` in records older than this field."""
-
-
-@dataclass(frozen=True)
-class SessionCompression:
-    """A session's compression state, merged over all of its rows."""
-
-    folded_ids: frozenset[str]
-    """Union of every row's folded ids."""
-    summary: str | None
-    """The newest row's summary (``None`` before the first fold)."""
-    folds: int
-    """Number of rows."""
-    newest_id: int | None = None
-    """Id of the newest row."""
-    tokens_saved: int = 0
-    """Sum over the rows of prompt tokens before minus after the fold."""
-
-
-@runtime_checkable
-class CompressionStore(Protocol):
-    """Where fold records go. ``SQLAlchemyStore`` is the implementation; tests may pass their own."""
-
-    def record(self, row: CompressionRecord) -> int:
-        """Append one fold; returns its id. Raises ``StoreError``."""
-        ...
-
-    def load(self, session_id: str) -> SessionCompression:
-        """The merged compression state of a session. Raises ``StoreError``."""
-        ...
-
-    def events(self, session_id: str) -> list[CompressionRecord]:
-        """Every fold of a session, oldest first. Raises ``StoreError``."""
-        ...
-
-
-def merge_rows(
-    rows: Iterable[Sequence[Any]],
-    stored_ids: Collection[str] | None = None,
-) -> SessionCompression:
-    """Merge ``(id, run_id, folded_ids, summary, tokens_before, tokens_after)`` rows, oldest first.
-
-    With ``stored_ids`` (``stored_ids_of``), a row counts only when its run is stored or every message it
-    folded is: a run killed before agno stored it leaves no summary behind. (A stored run counts whole, as
-    agno may leave some of its messages out of storage, e.g. ``store_tool_messages=False``.)
-    """
-    folded: set[str] = set()
-    summary: str | None = None
-    saved = folds = 0
-    newest: int | None = None
-    for row_id, run_id, ids, text, before, after in rows:
-        row_ids = tuple(map(str, ids or ()))
-        if stored_ids is not None and run_id not in stored_ids and not all(map(stored_ids.__contains__, row_ids)):
-            continue
-        folded.update(row_ids)
-        saved += max(0, int(before or 0) - int(after or 0))
-        folds += 1
-        newest = row_id
-        if text:
-            summary = text
-    return SessionCompression(frozenset(folded), summary, folds, newest, saved)
-
-
-MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
-"""The fields of a stored row ``merge_rows`` reads, in its order."""
-
-
-def load_counted(store: CompressionStore, session_id: str, stored_ids: Collection[str] | None) -> SessionCompression:
-    """``store.load``, counting only rows whose folded messages are stored (any ``CompressionStore``)."""
-    if stored_ids is None:
-        return store.load(session_id)
-    from ._redis_store import RedisStore
-    from ._session_store import SessionDataStore
-
-    if isinstance(store, (SQLAlchemyStore, SessionDataStore, RedisStore)):
-        return store.load(session_id, stored_ids=stored_ids)
-    rows = (
-        (r.id, r.run_id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id)
-    )
-    return merge_rows(rows, stored_ids)
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -403,52 +298,3 @@ class SQLAlchemyStore:
                 self._parsed.popitem(last=False)
         assert keys is not None
         return parsed, tuple(k for k in keys if k in parsed.rows)
-
-
-# Async agno dbs hold an AsyncEngine; records are written from sync code, so use the sync driver twin.
-_SYNC_DRIVERS = {
-    "sqlite+aiosqlite": "sqlite",
-    "mysql+asyncmy": "mysql+pymysql",
-    "mysql+aiomysql": "mysql+pymysql",
-    "postgresql+asyncpg": "postgresql+psycopg",
-    "postgresql+psycopg_async": "postgresql+psycopg",
-}
-
-
-def store_for(db: Any) -> CompressionStore | None:
-    """The store for an agno db, or ``None`` when there is no way to keep records in it.
-
-    ``SqliteDb``, ``PostgresDb`` and ``MySQLDb`` share their engine; ``AsyncSqliteDb`` and ``AsyncPostgresDb``
-    get a synchronous engine on the same database (same file or server, same schema). Any other
-    synchronous agno db (``JsonDb``, ``InMemoryDb``, ``RedisDb``, ``MongoDb``, ...) keeps the records in
-    the session's own ``session_data`` (``SessionDataStore``).
-    """
-    engine = getattr(db, "db_engine", None) if db is not None else None
-    if isinstance(engine, Engine):
-        return SQLAlchemyStore.for_agno_db(db)
-    url = getattr(engine, "url", None)
-    if url is None or url.drivername not in _SYNC_DRIVERS:
-        if engine is not None or db is None:
-            return None
-        if getattr(db, "redis_client", None) is not None:  # RedisDb: an append-only list, safe for many writers
-            from ._redis_store import RedisStore
-
-            return RedisStore(db)
-        from agno.db.base import BaseDb
-
-        from ._session_store import SessionDataStore
-
-        return SessionDataStore(db) if isinstance(db, BaseDb) else None
-    sync_url = url.set(drivername=_SYNC_DRIVERS[url.drivername]).render_as_string(hide_password=False)
-    return SQLAlchemyStore.from_url(sync_url, schema=getattr(db, "db_schema", None))
-
-
-def usage_dict(metrics: Any) -> dict[str, Any] | None:
-    """A JSON-safe dict of a summarizer call's usage (``MessageMetrics`` or anything with ``to_dict``)."""
-    if metrics is None:
-        return None
-    try:
-        raw = metrics.to_dict() if hasattr(metrics, "to_dict") else dict(vars(metrics))
-    except Exception:
-        return None
-    return {k: v for k, v in raw.items() if isinstance(v, (int, float, str, bool)) or v is None}

@@ -13,8 +13,8 @@ from collections.abc import Collection
 from dataclasses import fields
 from typing import Any
 
-from ._exceptions import StoreError
-from ._store import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
+from .._exceptions import StoreError
+from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
 
 TABLE_TYPE = "agno_compression_events"
 
