@@ -82,13 +82,15 @@ def extract_facts(text: str) -> dict[str, list[str]]:
     }
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+_DIGIT = re.compile(r"\d")
+
+
 def is_identifier(token: str) -> bool:
     """Four or more characters with ``_``, ``.``, ``/``, a digit or an inner capital, and a letter; no dunder."""
-    if len(token) < 4 or not any(c.isalpha() for c in token):
+    if len(token) < 4 or (token.startswith("__") and token.endswith("__")) or not _LETTER.search(token):
         return False
-    if token.startswith("__") and token.endswith("__"):
-        return False
-    if "_" in token.strip("_") or "." in token or "/" in token or any(c.isdigit() for c in token):
+    if "." in token or "/" in token or "_" in token.strip("_") or _DIGIT.search(token):
         return True
     return bool(_INNER_CAPITAL.search(token))
 
@@ -96,7 +98,7 @@ def is_identifier(token: str) -> bool:
 def identifiers_in(text: str) -> list[str]:
     """The identifiers of ``text`` in order of first appearance (edge punctuation stripped)."""
     out: dict[str, None] = {}
-    for raw in _TOKEN.findall(text):
+    for raw in dict.fromkeys(_TOKEN.findall(text)):  # each distinct token is checked once
         token = raw.strip("./-")
         if token not in out and is_identifier(token):
             out[token] = None
