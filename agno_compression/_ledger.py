@@ -233,7 +233,11 @@ class Ledger:
 
     def lines(self, max_commands: int | None = None) -> list[str]:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
-        out = [f"- {self._key(k)}: {', '.join(self.values[k])}" for k in KEYS if self.values.get(k)]
+        files = {p for k in ("edited", "created", "read") for p in self.values.get(k, [])}
+        shown = {k: v for k, v in self.values.items() if v}
+        if "paths used" in shown:  # a file listed as edited, created or read is not repeated as used
+            shown["paths used"] = [p for p in shown["paths used"] if p not in files]
+        out = [f"- {self._key(k)}: {', '.join(shown[k])}" for k in KEYS if shown.get(k)]
         commands = list(self.commands.items())
         verbs = dict(self.earlier)
         if max_commands is not None and len(commands) > max_commands:

@@ -202,3 +202,16 @@ def test_a_here_document_creates_its_target_and_only_mentions_the_paths_in_its_b
     assert ledger.values["created"] == ["repro.py"]
     assert "data/input.json" in ledger.values["paths used"]
     assert list(ledger.commands) == ["cat <<'EOF' > repro.py"]
+
+
+def test_a_file_read_is_not_repeated_among_the_paths_used() -> None:
+    from agno.models.message import Message
+
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "src/app.py"}'}}
+    messages = [
+        Message(role="assistant", content="Reading src/app.py and then docs/notes.md.", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", tool_name="read_file", content="print('hi')"),
+    ]
+    lines = _ledger.build(messages).lines()
+    assert "- read: src/app.py" in lines
+    assert "- paths used: docs/notes.md" in lines, lines
