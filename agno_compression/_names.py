@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agno.models.message import Message
@@ -68,7 +68,7 @@ def _action_names(message: Message) -> list[str]:
     return identifiers_in("\n".join(parts))
 
 
-def _output_names(text: str, own: frozenset[str]) -> list[str]:
+def _output_names(text: str, own: Container[str]) -> list[str]:
     """Identifiers of a tool output, best first: those the agent itself used, then the most frequent."""
     found = identifiers_in(text)
     if len(found) <= 1:
@@ -99,7 +99,7 @@ def build(messages: Sequence[Message], previous: str | None = None, *, before: N
             continue
         text = content_text(m, use_compressed_content=False)
         if m.role in ("tool", "function"):
-            use((n for n in _output_names(text, frozenset(used)) if n not in used), seen)
+            use((n for n in _output_names(text, used) if n not in used), seen)
         else:  # the agent's own messages and calls, and what users wrote
             names = _action_names(m) if m.role == "assistant" else identifiers_in(text)
             use(names, used)
@@ -118,13 +118,13 @@ def _lines(kind: str, names: Sequence[str]) -> list[str]:
 def _take(names: Sequence[str], kind: str, max_tokens: int, count: Callable[[str], int]) -> list[str]:
     """The newest of ``names`` whose lines fit in ``max_tokens``."""
     taken: list[str] = []
-    used = 0
+    spent = 0
     for name in names:
         step = count(", " + name) + (count(f'- {kind} (cont.): ""') if len(taken) % PER_LINE == 0 else 0)
-        if used + step > max_tokens:
+        if spent + step > max_tokens:
             break
         taken.append(name)
-        used += step
+        spent += step
     while taken and count("\n".join(_lines(kind, taken))) > max_tokens:  # per-name counts drift from the joined count
         taken.pop()
     return taken

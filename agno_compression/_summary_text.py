@@ -155,7 +155,7 @@ def fit(
         "Steps": steps,
         "Latest state": latest,
     }
-    if names:
+    if names is not None:
         # a name the ledger or the reading already holds is not listed again (the narrative sections may still
         # be cut or dropped below, so they do not count)
         present = "\n".join([*ledger_lines, *read_lines])
