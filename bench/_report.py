@@ -371,7 +371,7 @@ def render(
         "summarizer (ours, the extractive one included) or of the stand-in model (agno: one per tool result, "
         "one per compaction). Fact retention: `agno_compression.eval.fact_retention` of every summary against "
         "what it replaced (ids, paths, numbers, error names, exit codes, URLs), summed; largest summary in o200k "
-        "tokens.",
+        "tokens (ours: the text one fold injects, its history and progress summaries together).",
         "- Machinery: wall time inside each strategy's hooks (ours: `should_compress`, `compress`, pre- and "
         "post-hook; agno-compress: `should_compress`, `compress`; agno-compaction: `apply_compaction` and "
         "`_stored_compaction`), minus the time inside its summarizer, booked to the model call it precedes; "
