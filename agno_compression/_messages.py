@@ -99,10 +99,9 @@ def call_repr(call: dict[str, Any], limit: int) -> str:
     return f"{fn.get('name', 'tool')}({one_line(args, limit)})"
 
 
-_FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)```", re.S)
-
-
 _OPENING = re.compile(r"```[\w+-]*[ \t]*\n")
+"""A code fence's opening line (with its optional language)."""
+_FENCED = re.compile(_OPENING.pattern + r"(.*?)```", re.S)
 
 
 def command_of(text: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
 SCHEMA_VERSION = 1
@@ -104,6 +104,17 @@ def merge_rows(
 
 MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
 """The fields of a stored row ``merge_rows`` reads, in its order."""
+
+
+def records_of(rows: Iterable[dict[str, Any]]) -> list[CompressionRecord]:
+    """``CompressionRecord``s from rows stored as JSON objects (Redis, agno's session row); unknown keys ignored."""
+    names = {f.name for f in fields(CompressionRecord)}
+    records = []
+    for raw in rows:
+        record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
+        record.folded_ids = [str(i) for i in record.folded_ids or []]
+        records.append(record)
+    return records
 
 
 def usage_dict(metrics: Any) -> dict[str, Any] | None:

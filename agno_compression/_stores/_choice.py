@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from ._base import CompressionStore, SessionCompression, merge_rows
+from ._base import MERGE_FIELDS, CompressionStore, SessionCompression, merge_rows
 from ._redis import RedisStore
 from ._session import SessionDataStore
 from ._sql import SQLAlchemyStore
@@ -55,7 +55,5 @@ def load_counted(store: CompressionStore, session_id: str, stored_ids: Collectio
         return store.load(session_id)
     if isinstance(store, (SQLAlchemyStore, SessionDataStore, RedisStore)):
         return store.load(session_id, stored_ids=stored_ids)
-    rows = (
-        (r.id, r.run_id, r.folded_ids, r.summary, r.tokens_before, r.tokens_after) for r in store.events(session_id)
-    )
+    rows = (tuple(getattr(r, k) for k in MERGE_FIELDS) for r in store.events(session_id))
     return merge_rows(rows, stored_ids)

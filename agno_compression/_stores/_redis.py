@@ -14,7 +14,7 @@ from dataclasses import fields
 from typing import Any
 
 from .._exceptions import StoreError
-from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
+from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows, records_of
 
 TABLE_TYPE = "agno_compression_events"
 
@@ -59,13 +59,7 @@ class RedisStore:
 
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of ``session_id``, oldest first."""
-        names = {f.name for f in fields(CompressionRecord)}
-        records = []
-        for raw in self._rows(session_id):
-            record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
-            record.folded_ids = [str(i) for i in record.folded_ids or []]
-            records.append(record)
-        return records
+        return records_of(self._rows(session_id))
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from .._exceptions import ConfigError, StoreError
-from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
+from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows, records_of
 
 EVENTS_KEY = "agno_compression_events"
 _MAX_BOUND = 256
@@ -119,13 +119,7 @@ class SessionDataStore:
 
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of ``session_id``, oldest first."""
-        names = {f.name for f in fields(CompressionRecord)}
-        records = []
-        for raw in self.rows(session_id):
-            record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
-            record.folded_ids = [str(i) for i in record.folded_ids or []]
-            records.append(record)
-        return records
+        return records_of(self.rows(session_id))
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
