@@ -101,9 +101,12 @@ def lane_chart(
     for c in calls:
         tip = f"call {c.number} (run {c.run}, its call {c.index}): sent {c.sent:,} tokens; without compression "
         tip += f"{c.without:,}"
+        if c.read or c.written:  # what the provider reported of its prompt cache
+            tip += f"; cache: {c.read:,} read, {c.written:,} written"
         out.append(
             f'<circle class="point" cx="{_n(x(c.number))}" cy="{_n(y(c.sent))}" r="{radius}" data-call="{c.number}" '
-            f'data-sent="{c.sent}" data-without="{c.without}"><title>{escape(tip)}</title></circle>'
+            f'data-sent="{c.sent}" data-without="{c.without}" data-read="{c.read}" data-written="{c.written}">'
+            f"<title>{escape(tip)}</title></circle>"
         )
     out.append("</svg>")
     return "\n".join(out)

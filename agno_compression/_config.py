@@ -8,6 +8,7 @@ and misbehave (a summarizer class instead of an instance, ``True`` as a number).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,6 +108,13 @@ def _store(value: Any) -> None:
         raise _bad("store", value, "None or a CompressionStore instance (record, load, events)")
 
 
+def _price_model(value: Any) -> None:
+    from .pricing import PriceModel
+
+    if value is not None and not isinstance(value, PriceModel):
+        raise _bad("price_model", value, "None or an agno_compression.pricing.PriceModel")
+
+
 def _callable(name: str, value: Any) -> None:
     if value is not None and (isinstance(value, type) or not callable(value)):
         raise _bad(name, value, "None or a function")
@@ -149,9 +157,17 @@ def check_options(manager: Any) -> None:
     _bool("output_guidance", m.output_guidance)
     _int("overflow_retries", m.overflow_retries, 0, 10)
     _bool("search_tool", m.search_tool)
-    if not _is_real(m.cache_rate) or not 0.0 <= m.cache_rate <= 1.0:
-        raise _bad("cache_rate", m.cache_rate, "a number from 0 to 1")
+    if m.cache_rate is not None:
+        if not _is_real(m.cache_rate) or not 0.0 <= m.cache_rate <= 1.0:
+            raise _bad("cache_rate", m.cache_rate, "None or a number from 0 to 1")
+        warnings.warn(
+            "CompressionManager(cache_rate=...) is deprecated: pass price_model= (agno_compression.pricing) instead",
+            DeprecationWarning,
+            stacklevel=4,
+        )
     _int("payback_calls", m.payback_calls, 1, optional=True)
+    _bool("prompt_caching", m.prompt_caching)
+    _price_model(m.price_model)
     # agno's own fields, inherited: the manager overrides the three limits, but a wrong type is still a mistake
     m.model = _model(m.model)
     _bool("compress_tool_results", m.compress_tool_results)
@@ -181,8 +197,10 @@ CHECKED: tuple[str, ...] = (
     "output_guidance",
     "overflow_retries",
     "search_tool",
-    "cache_rate",
     "payback_calls",
+    "prompt_caching",
+    "price_model",
+    "cache_rate",
     "model",
     "compress_tool_results",
     "compress_tool_results_limit",

@@ -43,6 +43,7 @@ from ._summarizers import (
     mask_placeholder,
     strip_header,
 )
+from .pricing import BREAKPOINTS, PriceModel, reported_usage
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -66,13 +67,14 @@ class FoldConfig(Protocol):
     max_summary_tokens: int
     min_summary_tokens: int
     search_tool: bool
-    cache_rate: float
     payback_calls: int | None
     strategy: Pipeline
     on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None
     events: list[FoldEvent]
 
     def counter_for(self, model: Model | None) -> TokenCounter: ...
+
+    def price_for(self, model: Model | None) -> PriceModel: ...
 
 
 def account(response: Any, model: Any, run_metrics: RunMetrics | None) -> None:
@@ -148,9 +150,11 @@ class Folder:
         return state.prompt_tokens > limit or self._pays_to_fold(state)
 
     def _calibrate(self, state: RunState, messages: Sequence[Message]) -> None:
-        """Correct an estimating counter with the prompt tokens the provider reported for the previous call."""
+        """Correct an estimating counter with the prompt tokens the provider reported for the previous call (the
+        whole prompt: where the provider reports cache reads and writes apart, they are added back)."""
         last = next((m for m in reversed(messages) if m.role == "assistant"), None)
-        reported = getattr(getattr(last, "metrics", None), "input_tokens", 0) if last is not None else 0
+        price = self.config.price_for(state.model)
+        reported = reported_usage(last.metrics, price).prompt if last is not None and last.metrics else 0
         if last is None or not reported or not state.sent_tokens or last.id == state.calibrated_on:
             return
         state.calibrated_on = last.id
@@ -159,10 +163,11 @@ class Folder:
     def _pays_to_fold(self, state: RunState) -> bool:
         """True when folding now, under the budget, costs less than it saves within ``payback_calls`` calls.
 
-        A fold rewrites everything after the part of the prompt it leaves untouched (system, history
-        summary, current user message): the new summaries are billed uncached once, and a model-written
-        summary costs its own prompt and answer. In return every later call sends ``freed`` fewer tokens,
-        each saving ``cache_rate`` of their price (they would have been cache hits).
+        A fold rewrites everything after the part of the prompt it leaves untouched (system, history summary,
+        current user message): the new summary and any kept step older than the newest batch are no longer read
+        from the cache but sent anew, billed as a cache write (Anthropic, 1.25x) or in full (free cache writes),
+        and a model-written summary costs its own prompt and answer. In return every later call sends ``freed``
+        fewer tokens, each of which it would have read from the cache: the provider's read rate.
         """
         cfg = self.config
         if (
@@ -172,6 +177,9 @@ class Folder:
             or state.calls - state.folded_at < EARLY_FOLD_GAP
         ):
             return False
+        price = cfg.price_for(state.model)
+        if not price.caches:
+            return False  # nothing is cached: folding at the budget costs the same and keeps more
         plan = self.plan(state)
         if not plan.has_work:
             return False
@@ -185,11 +193,14 @@ class Folder:
         previous = size(plan.history_summary, plan.progress_summary)
         summary = min(cfg.max_summary_tokens, previous + folded // 10 + 50)  # grows with what it absorbs
         freed = folded + previous - summary
-        # new history summary: the current user message after it is no longer a cache hit either
-        rewrite = summary + (size(*plan.before, plan.current) if plan.history else 0)
+        # the newest batch is new to the provider either way; kept steps before it (verbatim_ratio) are sent anew
+        batch = max((i for i, m in enumerate(plan.kept) if m.role == "assistant" and m.tool_calls), default=0)
+        # a new history summary: the current user message after it is sent anew too
+        rewrite = summary + size(*plan.kept[:batch]) + (size(*plan.before, plan.current) if plan.history else 0)
         model_cost = 0 if isinstance(cfg.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
-        gain = cfg.payback_calls * cfg.cache_rate * freed
-        return freed > 0 and rewrite * (1 - cfg.cache_rate) + model_cost <= gain
+        fresh = max(price.write_rate, 1.0) if price.caching == BREAKPOINTS else 1.0
+        gain = cfg.payback_calls * price.read_rate * freed
+        return freed > 0 and rewrite * (fresh - price.read_rate) + model_cost <= gain
 
     # --- folding ------------------------------------------------------------------------------------
 

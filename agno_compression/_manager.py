@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agno.compression.manager import CompressionManager as AgnoCompressionManager
@@ -43,6 +43,7 @@ from ._fold import Folder, account
 from ._observations import OUTPUT_GUIDANCE, ObservationPolicy
 from ._plan import drop_failed_calls, find_current_user, is_summary, retain_turns
 from ._policies import PolicyAnswer, PolicyCall, aapply_policy, apply_policy, police
+from ._prompt_cache import PromptCaching, guard_prompt_cache
 from ._records import FoldRecorder
 from ._recovery import guard_overflow
 from ._runner import SummarizerRunner, adrive, degrades, drive
@@ -51,6 +52,7 @@ from ._sessions import full_messages
 from ._stats import Stats
 from ._stores import CompressionStore
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
+from .pricing import PriceModel, provider_of
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -65,6 +67,10 @@ Tools = list[Any] | None
 """Tool definitions of a model call, as agno passes them (``response_format`` and other keywords are ignored)."""
 
 __all__ = ["CompressionManager", "FoldEvent"]
+
+SEARCH_FROM_START = True
+"""Send the search tool from a run's first call where the provider caches (``search_from_start``); the bench turns
+it off to measure the other choice."""
 
 
 @dataclass(kw_only=True)
@@ -109,12 +115,19 @@ class CompressionManager(AgnoCompressionManager):
     """When the provider rejects a prompt as too long: fold harder and retry this many times (0: off)."""
     search_tool: bool = True
     """Give the agent ``search_folded_history`` to read the exact originals of what was folded."""
-    cache_rate: float = 0.1
-    """What the provider bills a cached prompt prefix at, as a share of its normal input price (0.1 for OpenAI,
-    Anthropic and Gemini); used to decide when folding before the budget is reached pays off."""
     payback_calls: int | None = 3
     """Fold before the budget is reached when the fold pays for the prompt cache it breaks (and for the
     summarizer's own tokens) within this many model calls; ``None`` folds only when the budget is exceeded."""
+    prompt_caching: bool = True
+    """Help the provider's prompt cache: cache breakpoints on agno's Claude classes where the fold keeps the
+    prompt stable, ``prompt_cache_key`` (the session id) on ``OpenAIChat``/``OpenAIResponses``. ``False`` sends
+    exactly what agno sends."""
+    price_model: PriceModel | None = None
+    """The provider's prices and cache rules (``agno_compression.pricing``); default: the table's row for each
+    model, chosen from its agno class and id. Decides early folds and where breakpoints pay."""
+    cache_rate: float | None = None
+    """Deprecated: a cached token's price as a share of the input price. Use ``price_model``; when set, it
+    replaces the read rate of every model's price model."""
 
     def __post_init__(self) -> None:
         check_options(self)  # every field's type and range: a ConfigError naming the option and the value
@@ -129,6 +142,7 @@ class CompressionManager(AgnoCompressionManager):
         self._runner = SummarizerRunner(timeout=self.summarizer_timeout, stats=self.stats)
         self._records = FoldRecorder(store=self.store, cooldown=self.store_cooldown, stats=self.stats)
         self._folder = Folder(self, self._records, self.stats)
+        self._caching = PromptCaching(enabled=self.prompt_caching, price_model=self.price_model)
         self._counters: dict[str, TokenCounter] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
         self._search_tool = search_tool_function(self.search_folded)  # offered to each run by prepare_run
@@ -163,6 +177,8 @@ class CompressionManager(AgnoCompressionManager):
             # (overflow_retries=0 and agents whose Compaction answers overflow pass errors through).
             guard_overflow(target.model, self)
             guard_checkpoints(target.model)
+            guard_prompt_cache(target.model)  # breakpoints / prompt_cache_key, served by each run's own manager
+            self._caching.announce(target.model, label(target))
             # no fold, no cost: the search tool's definition is sent from the first fold on
             withhold_tool(target.model, SEARCH_TOOL_NAME)
         if self.persist:  # agno's delete_session on this db object deletes the session's fold records too
@@ -210,6 +226,11 @@ class CompressionManager(AgnoCompressionManager):
         """Wait until the record of every fold so far is written (each run's post-hook waits for its own)."""
         self._records.drain()
 
+    def price_for(self, model: Model | None) -> PriceModel:
+        """What ``model``'s provider bills (``price_model``, else the table's row), ``cache_rate`` applied."""
+        price = self._caching.price_for(model)
+        return replace(price, read_rate=self.cache_rate) if self.cache_rate is not None else price
+
     @property
     def target_tokens(self) -> int:
         """The prompt size a fold aims for."""
@@ -248,6 +269,7 @@ class CompressionManager(AgnoCompressionManager):
                 state.context = self._records.owner(run_context, team if team is not None else agent, session)
                 self._records.record_late(state.context, state.events)
             state.observe()
+            self._count_usage(state)
             run_output.messages = state.full_run(messages, memory_only=True)
             metrics = getattr(run_output, "metrics", None)
             for response, model in state.policy_usage:
@@ -272,12 +294,17 @@ class CompressionManager(AgnoCompressionManager):
             if state is None:
                 return
             state.observe()
+            self._count_usage(state)
             live[:] = state.full_run(live)
             for response, model in state.policy_usage:
                 account(response, model, getattr(run_response, "metrics", None))
             self._records.mirror(state.context, state.context.session if state.context is not None else None)
         except Exception as exc:  # never break a run: the paused run is then stored as folded
             log.warning("agno-compression: could not restore folded messages into a paused run: %s", exc)
+
+    def _count_usage(self, state: RunState) -> None:
+        """Add what the provider reported for this run's model calls to ``stats`` (``Stats.count_usage``)."""
+        self.stats.count_usage(state.ledger, self.price_for(state.model))
 
     @contextlib.contextmanager
     def checkpoint_view(self, live: list[Message]) -> Iterator[None]:
@@ -331,14 +358,30 @@ class CompressionManager(AgnoCompressionManager):
         return self._folder.over_budget(state, messages)
 
     def _hold_search_tool(self, state: RunState, messages: list[Message], tools: list[Any] | None) -> None:
-        """Keep the search tool out of this loop's prompt (and count) until the session has folded."""
+        """Keep the search tool out of this loop's prompt (and count) until the session has folded, unless the
+        provider caches the prompt: then it is sent from the first call (see ``search_from_start``)."""
         entry = take_withheld(state.model, tools)
         if entry is not None:
             state.withheld = entry
-        if state.withheld is not None and (state.events or any(is_summary(m) for m in messages)):
+        if state.withheld is not None and (
+            state.events or any(is_summary(m) for m in messages) or self.search_from_start(state.model)
+        ):
             self._reveal_search_tool(state)
         held = state.withheld is not None and tools is not None
         state.tools = [t for t in tools or () if getattr(t, "name", None) != SEARCH_TOOL_NAME] if held else tools
+
+    def search_from_start(self, model: Model | None) -> bool:
+        """Whether the search tool is sent from a run's first call: with ``prompt_caching`` on a provider that caches
+        the prompt. Tools come first in every provider's cache order, so revealing the tool at the first fold would
+        re-bill the whole prompt there; a definition sent from the start costs a cached read per call
+        (bench/RESULTS.md measures both). Elsewhere a run that never folds sends exactly what agno sends."""
+        return (
+            self.search_tool
+            and self.prompt_caching
+            and SEARCH_FROM_START
+            and provider_of(model) is not None
+            and self.price_for(model).caches
+        )
 
     def _reveal_search_tool(self, state: RunState) -> None:
         """Append the held-back definition to the list agno sends for the rest of the loop (tools before it keep

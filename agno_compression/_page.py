@@ -63,7 +63,8 @@ def _tiles(t: Timeline) -> str:
     runs = sum(len(lane.runs) for lane in t.lanes)
     members = sum(len(lane.calls) for lane in t.lanes if lane.member)
     calls_sub = plural(runs, "run") + (f" · {members:,} by team members" if members else "")
-    rate = f"{t.cache_rate:g}×"
+    basis = "as the providers reported it" if t.cost_reported else "estimated"
+    rates = "; ".join(f"{p.provider} {p.family}: reads {p.read_rate:g}×, writes {p.write_rate:g}×" for p in t.prices)
     return (
         '<section class="tiles" aria-label="Totals">'
         + "".join(
@@ -83,9 +84,12 @@ def _tiles(t: Timeline) -> str:
                     "sent",
                 ),
                 _tile(
-                    "Cost with prompt caching",
+                    "Input billed",
                     f"{t.cost_with:,.0f}",
-                    e(f"of {t.cost_without:,.0f} without ({_share(t.cost_with, t.cost_without)}); cache at {rate}"),
+                    e(
+                        f"of {t.cost_without:,.0f} without compression ({_share(t.cost_with, t.cost_without)}), "
+                        f"{basis}; {rates}"
+                    ),
                     "cost",
                 ),
                 _tile(
@@ -309,15 +313,17 @@ def _searches(t: Timeline) -> str:
 def _definitions(t: Timeline) -> str:
     return (
         '<section class="card" aria-label="Definitions"><h2>How these are counted</h2><dl class="defs">'
-        "<dt>Prompt tokens sent</dt><dd>What the provider reported as each call's prompt (input) tokens.</dd>"
         "<dt>Without compression</dt><dd>Each call's prompt plus what the folds before it, in the same context, "
         "removed (their tokens before − after; in a later run too when it loads the session's history).</dd>"
         "<dt>Tokens saved</dt><dd>The sum over folds of prompt tokens before − after the fold: the "
         "<code>tokens_saved</code> of <code>agno-compression inspect</code> and <code>stats()</code>.</dd>"
-        "<dt>Cost with prompt caching</dt><dd>Input tokens in token units, each run's calls billed as providers "
-        "bill a cached prefix: the "
-        f"leading messages identical to the previous call's at {t.cache_rate:g}×, the rest at 1× "
-        "(<code>agno-compression eval</code>'s measure).</dd>"
+        "<dt>Prompt tokens sent</dt><dd>What the provider reported as each call's prompt: the whole prompt, cache "
+        "reads and writes included (Anthropic reports them apart from its <code>input_tokens</code>).</dd>"
+        "<dt>Input billed</dt><dd>In input tokens at full price, by each model's provider (its row in "
+        "<code>agno_compression.pricing</code>): uncached tokens at 1×, cache reads and writes at the provider's "
+        "rates. With compression it is what the providers reported per call, where they reported it; otherwise, "
+        "and without compression, it is estimated by the provider's caching rules (without compression: the "
+        "best a plain client gets, automatic caching on Anthropic).</dd>"
         "<dt>Fold reasons</dt><dd>Over the budget: the prompt exceeded <code>compress_at_tokens</code>. Early: "
         "under it, folded because the fold pays for the prompt cache it breaks within <code>payback_calls</code>. "
         "Overflow retry: the provider rejected the prompt as too long.</dd></dl></section>"

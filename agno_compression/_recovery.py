@@ -58,7 +58,12 @@ def guard_overflow(model: Any, manager: Any) -> Any:
     return model
 
 
-def _manager_of(model: Any, messages: Any) -> Any:
+def managers_of(model: Any) -> list[Any]:
+    """The managers attached with ``model`` that still exist, newest first."""
+    return [manager for ref in getattr(model, _MANAGERS, ()) if (manager := ref()) is not None]
+
+
+def manager_of(model: Any, messages: Any) -> Any:
     """The manager folding the live list ``messages`` among those attached with ``model``, or ``None``."""
     for ref in getattr(model, _MANAGERS, ()):
         manager = ref()
@@ -85,7 +90,7 @@ def _fold_for(
     messages = kwargs.get("messages", args[0] if args else None)
     if started or not isinstance(messages, list) or not is_context_overflow(exc):
         return None
-    manager = _manager_of(model, messages)
+    manager = manager_of(model, messages)
     run_response = kwargs.get("run_response")
     if manager is None or attempt >= manager.overflow_retries or defers_overflow(manager, run_response):
         return None  # the error goes on (to agno's Compaction, where it answers overflow for this run)

@@ -88,6 +88,9 @@ class RunState:
     """``calls`` at the newest fold of this live list."""
     names: Names | None = None
     """The names in use of every step this run folded so far (its progress summaries show only what fits)."""
+    cache_tail: tuple[int, int] | None = None
+    """Where the previous request of this loop had its newest block, and how many folds had happened then: a
+    cache breakpoint there is still valid while no fold came in between (``_prompt_cache``)."""
 
     def observe(self) -> None:
         """Append messages not seen before to the ledger, in order of first appearance."""

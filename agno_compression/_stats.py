@@ -9,7 +9,20 @@ else: every documented counter exists from the start and counts from constructio
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .pricing import reported_usage
+
+if TYPE_CHECKING:
+    from agno.models.message import Message
+
+    from .pricing import PriceModel
+
+COUNTED_CALLS = 4_096
+"""Model calls whose usage is remembered as counted (a paused run is counted when it pauses, not again)."""
 
 STATS_KEYS: tuple[str, ...] = (
     "folds",
@@ -26,6 +39,10 @@ STATS_KEYS: tuple[str, ...] = (
     "records_skipped",
     "record_failures",
     "events_dropped",
+    "prompt_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "billed_input_tokens",
 )
 """The counters of ``CompressionManager.stats`` (documented in docs/configuration.md)."""
 
@@ -35,12 +52,38 @@ class Stats(dict[str, Any]):
 
     def __init__(self, initial: dict[str, Any] | None = None) -> None:
         super().__init__(initial or {})
+        self._counted: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
         for key in STATS_KEYS:
             self.setdefault(key, 0)
 
     def add(self, key: str, amount: int = 1) -> None:
         """Add ``amount`` to the counter ``key``."""
         self[key] = self.get(key, 0) + amount
+
+    def count_usage(self, messages: Iterable[Message], price: PriceModel) -> None:
+        """Add what the provider reported for the model calls among ``messages`` (a run's own assistant messages,
+        each once): whole prompts with cache reads and writes, those reads and writes, and the input billed at
+        ``price``."""
+        for m in messages:
+            if m.role != "assistant" or m.from_history or m.metrics is None:
+                continue
+            usage = reported_usage(m.metrics, price)
+            if not usage.prompt or not self._first_time(m.id or str(id(m))):
+                continue
+            self.add("prompt_tokens", usage.prompt)
+            self.add("cache_read_tokens", usage.read)
+            self.add("cache_write_tokens", usage.written + usage.written_long)
+            self.add("billed_input_tokens", round(usage.billed(price)))
+
+    def _first_time(self, key: str) -> bool:
+        with self._lock:
+            if key in self._counted:
+                return False
+            self._counted[key] = None
+            while len(self._counted) > COUNTED_CALLS:
+                self._counted.popitem(last=False)
+            return True
 
     def clear(self) -> None:
         """Remove every key that is not one of ``STATS_KEYS`` (agno's own counters); ours keep their counts."""

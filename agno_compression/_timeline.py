@@ -22,6 +22,7 @@ from ._plan import PROGRESS, make_summary_message
 from ._sessions import SessionStats, records_of_run, session_runs, stats_of
 from ._stores import CompressionRecord
 from ._summarizers import is_masked
+from .pricing import GENERIC, PriceModel, price_model_for, provider_named, reported_usage
 from .tokens import TokenCounter
 
 REASONS = {
@@ -55,10 +56,13 @@ class Call:
     index: int
     """1-based within its run (what a record's ``call_index`` counts)."""
     sent: int
-    """Prompt tokens the provider reported for it."""
+    """Prompt tokens the provider reported for it: the whole prompt, cache reads and writes included."""
     message: Message
     without: int = 0
     """Prompt tokens it would have been sent with nothing folded (estimate, see the module's doc)."""
+    read: int = 0
+    written: int = 0
+    """Of ``sent``, the tokens the provider reported read from and written to its prompt cache."""
 
 
 @dataclass
@@ -117,6 +121,8 @@ class Lane:
     runs: list[Run] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     folds: list[Fold] = field(default_factory=list)
+    price: PriceModel = GENERIC
+    """What its model's provider bills (``pricing``: by the stored runs' ``model_provider`` and ``model``)."""
 
 
 @dataclass
@@ -153,7 +159,14 @@ class Timeline:
     shortened: list[Shortened] = field(default_factory=list)
     cost_with: float = 0.0
     cost_without: float = 0.0
-    cache_rate: float = 0.1
+    """Input billed, in tokens at full price, with compression and without it (the provider's best plain caching)."""
+    cost_reported: bool = False
+    """Whether ``cost_with`` is what the providers reported (cache reads and writes per call), not an estimate."""
+
+    @property
+    def prices(self) -> list[PriceModel]:
+        """The price models of the lanes, each once."""
+        return list({id(lane.price): lane.price for lane in self.lanes}.values())
 
     @property
     def calls(self) -> int:
@@ -182,6 +195,13 @@ def _status(run: Any) -> str:
     return str(getattr(status, "value", status) or "")
 
 
+def _price_of(run: Any) -> PriceModel:
+    """What the provider of a stored run bills, by agno's ``model_provider`` and ``model`` (generic if unknown)."""
+    model_id = str(getattr(run, "model", None) or "")
+    provider = provider_named(getattr(run, "model_provider", None), model_id)
+    return price_model_for(provider=provider, model_id=model_id) if provider else GENERIC
+
+
 def _lanes(session: Any, counter: TokenCounter) -> list[Lane]:
     runs = session_runs(session)
     ids = {getattr(r, "run_id", None) for r in runs}
@@ -192,14 +212,15 @@ def _lanes(session: Any, counter: TokenCounter) -> list[Lane]:
         key, kind, name = _lane_key(run)
         member = getattr(run, "parent_run_id", None) in ids - {None}
         lane = lanes.setdefault(key + (":member" if member else ""), Lane(name=name, kind=kind, member=member))
+        lane.price = _price_of(run)
         messages = [m for m in run.messages or [] if not m.from_history]
         request = next((message_text(m, False) for m in messages if m.role == "user"), "")
         stored = Run(len(lane.runs) + 1, str(run.run_id), _status(run), request, len(lane.calls) + 1, messages, run)
         for m in messages:
             if m.role == "assistant":
-                reported = getattr(m.metrics, "input_tokens", 0) or 0
+                usage = reported_usage(m.metrics, lane.price)
                 number = len(lane.calls) + 1
-                call = Call(number, stored.number, len(stored.calls) + 1, reported, m)
+                call = Call(number, stored.number, len(stored.calls) + 1, usage.prompt, m, 0, usage.read, usage.written)
                 stored.calls.append(call)
                 lane.calls.append(call)
         lane.runs.append(stored)
@@ -272,14 +293,25 @@ def _without(lane: Lane) -> None:
         carried += sum(f.saved for f in lane.folds if f.run == run.number and f.call is None)
 
 
-def _costs(lanes: Sequence[Lane], counter: TokenCounter, rate: float) -> tuple[float, float]:
-    """Input cost with prompt caching, with and without compression (``eval``'s ``cached_costs``, per run)."""
-    from .eval import cached_costs
+def _costs(lanes: Sequence[Lane], counter: TokenCounter) -> tuple[float, float, bool]:
+    """Input billed with and without compression, and whether "with" is what the providers reported.
+
+    With: each call's reported usage (uncached, cache reads, cache writes) at its provider's rates, where the
+    provider is known and reported every call; else estimated like "without" (``eval.billed_costs``, with the
+    breakpoints the manager places). Without: the same calls with nothing folded, under the provider's best plain
+    caching (automatic caching on Anthropic), estimated.
+    """
+    from .eval import billed_costs
 
     total_with = total_without = 0.0
+    reported = bool(lanes)
     for lane in lanes:
+        price = lane.price
+        from_usage = price is not GENERIC and all(reported_usage(c.message.metrics, price).prompt for c in lane.calls)
+        reported = reported and from_usage
         for run in lane.runs:
             sent: list[tuple[list[Message], int]] = []
+            stable: list[int | None] = []
             full: list[tuple[list[Message], int]] = []
             folded: set[str] = set()
             summary: Message | None = None
@@ -291,14 +323,18 @@ def _costs(lanes: Sequence[Lane], counter: TokenCounter, rate: float) -> tuple[f
                     summary = make_summary_message(fold.record.summary or "", PROGRESS)
                 before = run.messages[: run.messages.index(call.message)]
                 view = [m for m in before if m.id not in folded]
+                user = next((i for i, m in enumerate(view) if m.role == "user"), len(view) - 1)
                 if summary is not None:
-                    user = next((i for i, m in enumerate(view) if m.role == "user"), len(view) - 1)
                     view.insert(user + 1, summary)
                 sent.append((view, call.sent))
+                stable.append(user if user >= 0 else None)
                 full.append((before, call.without))
-            total_with += cached_costs(sent, counter, (rate,))[0]
-            total_without += cached_costs(full, counter, (rate,))[0]
-    return total_with, total_without
+            if from_usage:
+                total_with += sum(reported_usage(c.message.metrics, price).billed(price) for c in run.calls)
+            else:
+                total_with += sum(u.billed(price) for u in billed_costs(sent, counter, price, stable=stable))
+            total_without += sum(u.billed(price) for u in billed_costs(full, counter, price))
+    return total_with, total_without, reported
 
 
 def build_timeline(
@@ -307,7 +343,6 @@ def build_timeline(
     *,
     budget: int | None = None,
     counter: TokenCounter | None = None,
-    cache_rate: float = 0.1,
 ) -> Timeline:
     """The timeline of an agno session (``AgentSession``, ``TeamSession``, ``WorkflowSession``) and its records.
 
@@ -346,10 +381,9 @@ def build_timeline(
         folds=folds,
         stats=stats_of(str(session.session_id), records),
         budget=budget,
-        cache_rate=cache_rate,
     )
     _extras(timeline)
-    timeline.cost_with, timeline.cost_without = _costs(lanes, counter, cache_rate)
+    timeline.cost_with, timeline.cost_without, timeline.cost_reported = _costs(lanes, counter)
     return timeline
 
 

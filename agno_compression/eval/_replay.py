@@ -18,7 +18,10 @@ from typing import Any
 from agno.models.message import Message
 from agno.tools.function import Function
 
-from ..testing import RecordedRequest, Reply, ScriptedModel, ScriptInfo, ToolCall, run_in_mode
+from ..pricing import PriceModel
+from ..testing import RecordedRequest, Reply, ScriptedModel, ToolCall, run_in_mode
+from ..tokens import TokenCounter
+from ._loopback import AnthropicServer, OpenAIServer, ProviderServer
 
 END_OF_RECORDING = "(end of recording)"
 """What the scripted model answers once a turn's recorded replies are used up: it ends the run."""
@@ -131,28 +134,99 @@ class ReplayResult:
     run_outputs: list[Any] = field(default_factory=list)
 
 
+class _Player:
+    """Serves each turn's recorded replies in order; once they are used up, ends the run with text."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._replies = deque(r for t in turns for r in t.replies)
+        self._per_turn = [len(t.replies) for t in turns]
+        self._turn = self._served = 0
+
+    def __call__(self, history: Any = None, info: Any = None) -> Reply:
+        if self._turn < len(self._per_turn) and self._served < self._per_turn[self._turn]:
+            self._served += 1
+            return self._replies.popleft()
+        return Reply(text=END_OF_RECORDING)
+
+    def next_turn(self) -> None:
+        self._turn += 1
+        self._served = 0
+
+
 def build_replay(messages: Sequence[Message]) -> tuple[str | None, list[Turn], list[Function], ScriptedModel]:
     """Everything a replay needs: system prompt, turns, tools and the scripted model."""
     system, turns, outputs = split_turns(messages)
-    replies = deque(r for t in turns for r in t.replies)
-    per_turn = [len(t.replies) for t in turns]
-    state = {"turn": 0, "served": 0}
-
-    def script(history: list[Message], info: ScriptInfo) -> Reply:
-        # Serve this turn's replies in order; once they are used up, end the run with text.
-        if state["served"] < per_turn[state["turn"]]:
-            state["served"] += 1
-            return replies.popleft()
-        return Reply(text=END_OF_RECORDING)
-
-    def next_turn() -> None:
-        state["turn"] += 1
-        state["served"] = 0
-
-    model = ScriptedModel(script=script)
-    model.next_turn = next_turn  # type: ignore[attr-defined]
+    player = _Player(turns)
+    model = ScriptedModel(script=player)
+    model.next_turn = player.next_turn  # type: ignore[attr-defined]
     tools = [_tool(name, queue) for name, queue in outputs.items()]
     return system, turns, tools, model
+
+
+PROVIDERS = ("anthropic", "openai")
+"""Providers a replay can go through with agno's real model class (``prepare_replay(provider=...)``)."""
+
+
+class RequestRecorder:
+    """Records every request a real agno model is asked to send (messages as they were, tool definitions, and
+    the prompt counted as the budget counts it), like ``ScriptedModel.requests``."""
+
+    def __init__(self, model: Any, counter: TokenCounter | None = None) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.counter = counter or TokenCounter("gpt-4o")
+        for name in ("invoke", "ainvoke", "invoke_stream", "ainvoke_stream"):
+            setattr(model, name, self._wrap(getattr(model, name), name))
+
+    def _note(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        messages = list(kwargs.get("messages", args[0] if args else []))
+        tools = list(kwargs.get("tools") or [])
+        prompt = self.counter.count_prompt(messages, tools)
+        self.requests.append(RecordedRequest([m.model_copy() for m in messages], tools, prompt))
+
+    def _wrap(self, method: Any, name: str) -> Any:
+        note = self._note
+        if name == "invoke":
+
+            def invoke(*args: Any, **kwargs: Any) -> Any:
+                note(args, kwargs)
+                return method(*args, **kwargs)
+
+            return invoke
+        if name == "ainvoke":
+
+            async def ainvoke(*args: Any, **kwargs: Any) -> Any:
+                note(args, kwargs)
+                return await method(*args, **kwargs)
+
+            return ainvoke
+        if name == "invoke_stream":
+
+            def invoke_stream(*args: Any, **kwargs: Any) -> Any:
+                note(args, kwargs)
+                yield from method(*args, **kwargs)
+
+            return invoke_stream
+
+        async def ainvoke_stream(*args: Any, **kwargs: Any) -> Any:
+            note(args, kwargs)
+            async for chunk in method(*args, **kwargs):
+                yield chunk
+
+        return ainvoke_stream
+
+
+def provider_model(provider: str, url: str, model_id: str, **options: Any) -> Any:
+    """agno's real model class for ``provider``, its SDK client pointed at a loopback server's ``url``."""
+    if provider == "anthropic":
+        from agno.models.anthropic import Claude
+
+        return Claude(id=model_id, api_key="offline", client_params={"base_url": url}, **options)
+    if provider == "openai":
+        from agno.models.openai import OpenAIChat
+
+        # the client points at the server standing in for api.openai.com (the model's own base_url stays unset)
+        return OpenAIChat(id=model_id, api_key="offline", client_params={"base_url": f"{url}/v1"}, **options)
+    raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
 
 
 @dataclass
@@ -160,17 +234,31 @@ class PreparedReplay:
     """An Agent set up to replay a recording; ``run`` plays it (the part a benchmark times)."""
 
     agent: Any
-    model: ScriptedModel
-    """The scripted model: its ``requests`` are every model request, as sent."""
+    model: Any
+    """The model the Agent calls: a ``ScriptedModel``, or agno's real provider class (``provider=...``)."""
     turns: list[Turn]
+    next_turn: Any = None
+    server: ProviderServer | None = None
+    """The loopback provider server of a provider replay: every request, its usage and bill (``server.calls``)."""
+    recorder: RequestRecorder | None = None
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every model request, as sent (messages, tool definitions, prompt tokens)."""
+        return self.recorder.requests if self.recorder is not None else self.model.requests
 
     def run(self, mode: str = "sync") -> list[Any]:
         """Each recorded user message as one run of the session, in order; the run outputs."""
         outputs = []
         for turn in self.turns:
             outputs.append(run_in_mode(self.agent, turn.user, mode))
-            self.model.next_turn()  # type: ignore[attr-defined]
+            (self.next_turn or self.model.next_turn)()
         return outputs
+
+    def close(self) -> None:
+        """Stop the loopback server of a provider replay."""
+        if self.server is not None:
+            self.server.stop()
 
 
 def prepare_replay(
@@ -180,15 +268,31 @@ def prepare_replay(
     db: Any = None,
     session_id: str = "replay",
     add_history_to_context: bool = True,
+    provider: str | None = None,
+    model_id: str | None = None,
+    model_options: dict[str, Any] | None = None,
+    price: PriceModel | None = None,
     **agent_options: Any,
 ) -> PreparedReplay:
     """The Agent that replays ``messages``, with ``manager`` (a CompressionManager) attached if given.
 
-    ``agent_options`` are passed on to the Agent (agno's own context strategies, for instance).
+    With ``provider`` (``"anthropic"`` or ``"openai"``) the Agent calls agno's real ``Claude`` or ``OpenAIChat``
+    (``model_id``, ``model_options``) through its real SDK client, against a loopback server that plays the
+    recording and bills every request by the provider's caching rules (``price``, default: the row of
+    ``model_id``); call ``close()`` when done. ``agent_options`` are passed on to the Agent (agno's own context
+    strategies, for instance).
     """
     from agno.agent import Agent
 
-    system, turns, tools, model = build_replay(messages)
+    system, turns, tools, scripted = build_replay(messages)
+    player: Any = scripted.script  # the recording's _Player
+    server = recorder = None
+    model: Any = scripted
+    if provider is not None:
+        server_class = AnthropicServer if provider == "anthropic" else OpenAIServer
+        server = server_class(lambda body: player(), price=price).start()
+        default_id = "claude-sonnet-4-5" if provider == "anthropic" else "gpt-5"
+        model = provider_model(provider, server.url, model_id or default_id, **(model_options or {}))
     agent = Agent(
         model=model,
         tools=tools,
@@ -203,7 +307,16 @@ def prepare_replay(
     )
     if manager is not None:
         manager.attach(agent)
-    return PreparedReplay(agent=agent, model=model, turns=turns)
+    if provider is not None:
+        recorder = RequestRecorder(model)  # after attach: it sees what the manager's wrappers pass on
+    return PreparedReplay(
+        agent=agent,
+        model=model,
+        turns=turns,
+        next_turn=scripted.next_turn,  # type: ignore[attr-defined]
+        server=server,
+        recorder=recorder,
+    )
 
 
 def replay(
@@ -226,5 +339,5 @@ def replay(
     )
     outputs = prepared.run(mode)
     return ReplayResult(
-        requests=prepared.model.requests, session_id=session_id, runs=len(prepared.turns), run_outputs=outputs
+        requests=prepared.requests, session_id=session_id, runs=len(prepared.turns), run_outputs=outputs
     )

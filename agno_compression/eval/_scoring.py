@@ -21,6 +21,7 @@ from .._manager import CompressionManager, FoldEvent
 from .._messages import message_text
 from .._plan import is_summary, pair_violations
 from .._reading import extract_facts
+from ..pricing import BREAKPOINTS, SHORT, Block, CacheUsage, PriceModel, PromptCache, chain
 from ..tokens import TokenCounter
 from ._grounding import grounding, needs_of
 from ._loaders import Trajectory
@@ -79,6 +80,40 @@ def cached_costs(
             totals[i] += rate * cached + (prompt_tokens - cached)
         previous = messages
     return totals
+
+
+def billed_costs(
+    requests: Sequence[tuple[Sequence[Message], int]],
+    counter: TokenCounter,
+    price: PriceModel,
+    *,
+    stable: Sequence[int | None] | None = None,
+) -> list[CacheUsage]:
+    """How a provider bills each of a sequence of model calls, by ``price``'s caching rules (``pricing``).
+
+    ``requests`` holds each call's messages (as sent) and its whole prompt size; each message is one cacheable
+    unit, the tool definitions and prompt overhead one unit before them. Where the provider caches only at
+    breakpoints (Anthropic), each call marks its newest message (automatic caching, the best a plain client
+    does) and, where ``stable`` gives an index, that message too (the end of the part a fold keeps, as the
+    manager marks it). An estimate for calls whose provider reported nothing; ``CacheUsage.billed(price)``
+    turns each into input tokens at full price.
+    """
+    cache = PromptCache(price)
+    out = []
+    for n, (messages, prompt_tokens) in enumerate(requests):
+        sizes = [counter.count_message(m) for m in messages]
+        key = chain(0, "tools")
+        blocks = [Block(key, max(0, prompt_tokens - sum(sizes)))]
+        marked = {len(messages) - 1}
+        where = stable[n] if stable is not None else None
+        if where is not None:
+            marked.add(where)
+        for i, (m, size) in enumerate(zip(messages, sizes, strict=True)):
+            key = chain(key, sent_key(m))
+            mark = SHORT if price.caching == BREAKPOINTS and i in marked else None
+            blocks.append(Block(key, size, mark))
+        out.append(cache.charge(blocks))
+    return out
 
 
 # --- what the agent acted on, and whether the last prompt still holds it -----------------------------

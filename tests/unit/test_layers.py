@@ -29,8 +29,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_names",
                 "_summarizers",
                 "_summary_text",
+                "_breakpoints",
             }
-            | {"_observations", "tokens"}
+            | {"_observations", "tokens", "pricing"}
         ),
     ),
     (
@@ -41,7 +42,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "agno integration",
         frozenset(
             {"_manager", "_runs", "_runner", "_fold", "_policies", "_events", "_records", "_stats", "_metrics"}
-            | {"_compat", "_checkpoints", "_recovery"}
+            | {"_compat", "_checkpoints", "_recovery", "_prompt_cache"}
         ),
     ),
     (
