@@ -44,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _baselines  # noqa: E402
+import _billing  # noqa: E402
 import _memory  # noqa: E402
 import _offline  # noqa: E402
 import _pareto  # noqa: E402
@@ -141,6 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="baseline + peers (+ --settings) only, no session-load test; writes bench/out/RESULTS-peers.md",
     )
+    parser.add_argument(
+        "--billing",
+        type=int,
+        nargs="*",
+        metavar="THRESHOLD",
+        help="bill replays through agno's Claude and OpenAIChat at these thresholds (default 8000 16000; "
+        "none with --quick and --peers-only; --billing alone turns it off)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="processes for the billing replays (default 2)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show agno's and our log lines")
     args = parser.parse_args(argv)
     if args.out is None:
@@ -218,6 +228,14 @@ def main(argv: list[str] | None = None) -> int:
                 for t in eligible:
                     rows += _peers.ROWS[peer](t, threshold, repeats)
         peer_settings = [s for p in peers for s in _peers.settings(p)]
+        billing_at = (
+            args.billing if args.billing is not None else ([] if args.quick or args.peers_only else [8_000, 16_000])
+        )
+        billed: list[_billing.Billed] = []
+        if billing_at:
+            over = [t for t in recordings if max(baseline[t.name].tokens, default=0) > min(billing_at)]
+            say(f"billing through agno's Claude and OpenAIChat: {len(over)} recordings at {billing_at}")
+            billed = _billing.run_all(over, billing_at, str(work / "tiktoken"), workers=args.workers)
         load = memory = None
         if not args.peers_only:
             say(f"session load: {n_messages} messages, {n_folds} folds")
@@ -237,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
             command += f" --repeats {repeats}"
         if args.session_messages or args.session_folds:
             command += f" --session-messages {n_messages} --session-folds {n_folds}"
+        if args.billing is not None:
+            command += " --billing" + "".join(f" {th}" for th in args.billing)
         text = _report.render(
             command=command,
             thresholds=thresholds,
@@ -251,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         every = [*settings, *peer_settings, *_baselines.BASELINES]
         text += "\n".join(_pareto.section(args.out.parent, thresholds, every, recordings, baseline, rows)) + "\n"
+        if billed:
+            text += "\n" + "\n".join(_billing.section(billed, billing_at, command)) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     say(f"wrote {args.out}")

@@ -9,6 +9,8 @@ mixed lifetimes billed A/B/C. OpenAI (https://platform.openai.com/docs/guides/pr
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -122,7 +124,9 @@ def test_input_tokens_are_what_follows_the_last_breakpoint() -> None:
 
 
 def test_five_breakpoints_are_rejected_with_the_apis_message() -> None:
-    with pytest.raises(CacheError, match="A maximum of 4 blocks with cache_control may be provided. Found 5."):
+    with pytest.raises(
+        CacheError, match=re.escape("A maximum of 4 blocks with cache_control may be provided. Found 5.")
+    ):
         PromptCache(CLAUDE).charge(blocks(20, marks={i: SHORT for i in (4, 8, 12, 16, 20)}))
 
 
@@ -253,7 +257,32 @@ def test_rows_are_picked_by_class_and_id() -> None:
 def test_a_price_model_with_a_bad_figure_names_it() -> None:
     from agno_compression import ConfigError
 
-    with pytest.raises(ConfigError, match="read_rate.*-0.1"):
+    with pytest.raises(ConfigError, match=r"read_rate.*-0\.1"):
         PriceModel(provider="x", family="y", caching="prefix", read_rate=-0.1)
-    with pytest.raises(ConfigError, match="caching.*'sometimes'"):
+    with pytest.raises(ConfigError, match=r"caching.*'sometimes'"):
         PriceModel(provider="x", family="y", caching="sometimes", read_rate=0.1)
+
+
+# --- the manager's price model ---------------------------------------------------------------------------------
+
+
+def test_the_manager_uses_the_table_row_of_each_model_or_the_users_own() -> None:
+    import dataclasses
+
+    from agno.models.anthropic import Claude
+
+    from agno_compression import CompressionManager
+
+    assert CompressionManager().price_for(Claude(id="claude-sonnet-5-5")).read_rate == 0.05
+    mine = dataclasses.replace(CLAUDE, read_rate=0.08)
+    assert CompressionManager(price_model=mine).price_for(Claude(id="claude-sonnet-5-5")) is mine
+
+
+def test_cache_rate_is_deprecated_and_still_sets_the_read_rate() -> None:
+    from agno.models.openai import OpenAIChat
+
+    from agno_compression import CompressionManager
+
+    with pytest.warns(DeprecationWarning, match="price_model"):
+        manager = CompressionManager(cache_rate=0.25)
+    assert manager.price_for(OpenAIChat(id="gpt-5")).read_rate == 0.25
