@@ -21,7 +21,7 @@ from agno.tools.function import Function
 from ..pricing import PriceModel
 from ..testing import RecordedRequest, Reply, ScriptedModel, ToolCall, run_in_mode
 from ..tokens import TokenCounter
-from ._loopback import AnthropicServer, OpenAIServer, ProviderServer
+from ._loopback import AnthropicServer, BilledCall, OpenAIServer, ProviderServer
 
 END_OF_RECORDING = "(end of recording)"
 """What the scripted model answers once a turn's recorded replies are used up: it ends the run."""
@@ -132,6 +132,8 @@ class ReplayResult:
     session_id: str
     runs: int
     run_outputs: list[Any] = field(default_factory=list)
+    billed: list[BilledCall] = field(default_factory=list)
+    """With a ``provider``: every request as the loopback provider billed it (usage, price model, bill)."""
 
 
 class _Player:
@@ -327,17 +329,35 @@ def replay(
     session_id: str = "replay",
     mode: str = "sync",
     add_history_to_context: bool = True,
+    provider: str | None = None,
+    model_id: str | None = None,
+    model_options: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Replay ``messages`` through a real Agent; ``manager`` (a CompressionManager) is attached if given.
 
-    ``mode`` is ``"sync"``, ``"async"``, ``"stream"`` or ``"async-stream"``.
+    ``mode`` is ``"sync"``, ``"async"``, ``"stream"`` or ``"async-stream"``. With ``provider`` the Agent calls
+    agno's real provider class through a loopback server that bills each request (``prepare_replay``).
     """
     if mode not in ("sync", "async", "stream", "async-stream"):
         raise ValueError(f"mode must be sync, async, stream or async-stream, got {mode!r}")
     prepared = prepare_replay(
-        messages, manager=manager, db=db, session_id=session_id, add_history_to_context=add_history_to_context
+        messages,
+        manager=manager,
+        db=db,
+        session_id=session_id,
+        add_history_to_context=add_history_to_context,
+        provider=provider,
+        model_id=model_id,
+        model_options=model_options,
     )
-    outputs = prepared.run(mode)
+    try:
+        outputs = prepared.run(mode)
+    finally:
+        prepared.close()
     return ReplayResult(
-        requests=prepared.requests, session_id=session_id, runs=len(prepared.turns), run_outputs=outputs
+        requests=prepared.requests,
+        session_id=session_id,
+        runs=len(prepared.turns),
+        run_outputs=outputs,
+        billed=list(prepared.server.calls) if prepared.server is not None else [],
     )

@@ -227,6 +227,12 @@ class EvalRow:
     grounded: int = 0
     """Identifiers the recorded next action used that its call's prompt held (``grounding``)."""
     grounding_total: int = 0
+    provider: str = ""
+    """The provider the replays went through (``evaluate(provider=...)``), else empty."""
+    billed: float = 0.0
+    """With a provider: the input it billed, in tokens at full price (its documented caching, from its usage)."""
+    billed_uncompressed: float = 0.0
+    """The same without compression, under the provider's best plain caching."""
 
     @property
     def grounding(self) -> float | None:
@@ -240,6 +246,11 @@ class EvalRow:
     @property
     def acted_retention(self) -> float | None:
         return self.acted_kept / self.acted_total if self.acted_total else None
+
+    @property
+    def billed_ratio(self) -> float | None:
+        """Input billed by the provider, against the same run without compression (with a provider only)."""
+        return self.billed / self.billed_uncompressed if self.billed_uncompressed else None
 
     def cost_ratio(self, rate: float = 0.1) -> float | None:
         ours, none = (
@@ -257,6 +268,7 @@ class EvalRow:
             "grounding": self.grounding,
             "cost_cached_ratio": self.cost_ratio(0.1),
             "cost_cached_25_ratio": self.cost_ratio(0.25),
+            "billed_ratio": self.billed_ratio,
         }
 
 
@@ -280,15 +292,30 @@ def evaluate(
     settings: Sequence[str] = ("extractive",),
     budgets: Sequence[int] = (16_000,),
     progress: Callable[[str], None] | None = None,
+    provider: str | None = None,
+    model_id: str | None = None,
 ) -> list[EvalRow]:
-    """Replay every trajectory without compression, then with each setting at each budget."""
+    """Replay every trajectory without compression, then with each setting at each budget.
+
+    With ``provider`` (``"anthropic"`` or ``"openai"``) every replay goes through agno's real ``Claude`` or
+    ``OpenAIChat`` (``model_id``) against a loopback server that bills each request by the provider's documented
+    caching; the uncompressed replay uses the provider's best plain caching (Claude: automatic caching). Each row
+    then carries what the provider billed (``billed``, ``billed_uncompressed``).
+    """
+    plain = {"request_params": {"cache_control": {"type": "ephemeral"}}} if provider == "anthropic" else None
     rows: list[EvalRow] = []
     with tempfile.TemporaryDirectory(prefix="agno-compression-eval-") as tmp:
         from agno.db.sqlite import SqliteDb
 
         for n, trajectory in enumerate(trajectories):
             messages = observations_as_tool_calls(trajectory.messages)
-            base = replay(messages, db=SqliteDb(db_file=str(Path(tmp, f"{n}-none.db"))))
+            base = replay(
+                messages,
+                db=SqliteDb(db_file=str(Path(tmp, f"{n}-none.db"))),
+                provider=provider,
+                model_id=model_id,
+                model_options=plain,
+            )
             base_tokens = [r.prompt_tokens for r in base.requests]
             counter = TokenCounter("gpt-4o")
             base_costs = cached_costs([(r.messages, r.prompt_tokens) for r in base.requests], counter)
@@ -300,7 +327,7 @@ def evaluate(
                     collector = _Collector()
                     manager = CompressionManager(compress_at_tokens=budget, summarizer=setting, on_fold=collector)
                     db = SqliteDb(db_file=str(Path(tmp, f"{n}-{setting}-{budget}.db")))
-                    result = replay(messages, manager=manager, db=db)
+                    result = replay(messages, manager=manager, db=db, provider=provider, model_id=model_id)
                     tokens = [r.prompt_tokens for r in result.requests]
                     costs = cached_costs([(r.messages, r.prompt_tokens) for r in result.requests], counter)
                     grounded, grounding_total = grounding([r.messages for r in result.requests], needs)
@@ -332,6 +359,9 @@ def evaluate(
                             acted_total=acted_total,
                             grounded=grounded,
                             grounding_total=grounding_total,
+                            provider=provider or "",
+                            billed=sum(c.billed for c in result.billed),
+                            billed_uncompressed=sum(c.billed for c in base.billed),
                         )
                     )
             if progress is not None:

@@ -331,3 +331,29 @@ def test_the_session_page_bills_what_the_provider_reported(tmp_path: Path, anthr
     calls = [c for lane in timeline.lanes for c in lane.calls]
     assert [c.sent for c in calls] == [c.usage.prompt for c in anthropic.calls]
     assert [c.read for c in calls] == [c.usage.read for c in anthropic.calls]
+
+
+def test_evaluate_bills_the_replays_through_the_provider() -> None:
+    from agno.models.message import Message
+
+    from agno_compression.eval import Trajectory, evaluate
+
+    messages = [Message(role="system", content=SYSTEM), Message(role="user", content=TASK)]
+    for i in range(40):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{i}.py"})},
+        }
+        messages += [
+            Message(role="assistant", content=f"Reading m{i}.py.", tool_calls=[call]),
+            Message(role="tool", tool_call_id=f"c{i}", tool_name="read_file", content=read_file(f"m{i}.py")),
+        ]
+    messages.append(Message(role="assistant", content="handler_m3_7 needs the fix."))
+    rows = evaluate(
+        [Trajectory(source="test", name="reads", messages=messages)], budgets=(4_000,), provider="anthropic"
+    )
+    (row,) = rows
+    assert row.provider == "anthropic" and row.folds >= 1
+    assert 0 < row.billed < row.billed_uncompressed
+    assert row.to_dict()["billed_ratio"] == pytest.approx(row.billed / row.billed_uncompressed)
