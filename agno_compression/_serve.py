@@ -187,9 +187,9 @@ def serve(spec: str, *, schema: str | None = None, host: str = "127.0.0.1", port
         raise fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
     bound_host, bound_port = server.server_address[:2]
     where = f"http://{bound_host}:{bound_port}/"
-    typer.echo(f"Serving the sessions of {source_label(spec)} at {where} (read-only; Ctrl+C stops)")
+    typer.echo(visible_line(f"Serving the sessions of {source_label(spec)} at {where} (read-only; Ctrl+C stops)"))
     if bound_host not in ("127.0.0.1", "::1", "localhost"):
-        typer.echo(f"Note: --host {host} lets other machines read these sessions.", err=True)
+        typer.echo(visible_line(f"Note: --host {host} lets other machines read these sessions."), err=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -208,6 +208,7 @@ def test_inspect_shows_session_text_as_text_at_every_width(corpus_db: Path) -> N
             result = runner.invoke(app, ["inspect", *db, *extra], env=env)
             assert result.exit_code == 0, (extra, result.output[-2000:])
             _clean(result.stdout, width, f"inspect {extra} at {width}")
+            _clean(result.stderr, None, f"inspect {extra}'s stderr")
             if not extra:  # the id is whole on one line, markup and escape shown as typed: it pastes back
                 assert any(visible_line(CORPUS_SESSION) in line for line in result.stdout.splitlines()), result.stdout
                 assert "[red]x[/red]" in _flat(result.stdout), "the agent's name, markup included"
@@ -233,6 +234,7 @@ def test_export_and_eval_write_session_text_exactly_and_safely(corpus_db: Path) 
     table = runner.invoke(app, ["eval", str(corpus_db), "--all", "-b", "3000"], env={"COLUMNS": "60"})
     assert table.exit_code == 0, table.output[-2000:]
     _clean(table.stdout, 60, "eval")
+    _clean(table.stderr + exported.stderr, None, "eval's and export's stderr")
     rows = json.loads(runner.invoke(app, ["eval", str(corpus_db), "--all", "-b", "3000", "--json"]).stdout)["rows"]
     assert rows[0]["input"] == f"corpus#{CORPUS_SESSION}"
 
