@@ -201,6 +201,8 @@ def open_db(spec: str, *, schema: str | None = None) -> Any:
     if backend == "sqlite":
         if not url.database:
             raise fail(f"{spec}: no file in the URL")
+        if Path(url.database).is_dir():
+            raise fail(f"{url.database}: a directory, not a SQLite file (a JsonDb folder is given as a path)")
         return _open_path(Path(url.database))
     if SCHEMES[backend] == "RedisDb":
         return _open_redis(spec, prefix=schema or "agno")
