@@ -107,6 +107,14 @@ class Viewer:
                 close_db(db)
 
 
+def _session_id(quoted: str) -> str:
+    """The id a ``/session/`` link names: ``index_page`` quotes a lone surrogate's bytes as they are."""
+    try:
+        return unquote(quoted, errors="surrogatepass")
+    except UnicodeDecodeError:  # bytes of no id of ours (not UTF-8): an unknown session
+        return unquote(quoted)
+
+
 def machine_names() -> list[str]:
     """This machine's own names, which a viewer listening on every interface answers to besides its addresses."""
     return [n for n in (socket.gethostname(), socket.getfqdn()) if n]
@@ -143,7 +151,7 @@ def handler_for(viewer: Viewer, host: str = "127.0.0.1") -> type[BaseHTTPRequest
                 if url.path in ("/", "/index.html"):
                     page = viewer.index(parse_qs(url.query).get("q", [""])[0])
                 elif url.path.startswith("/session/"):
-                    page = viewer.session(unquote(url.path[len("/session/") :], errors="surrogatepass"))
+                    page = viewer.session(_session_id(url.path[len("/session/") :]))
                 else:
                     status, page = HTTPStatus.NOT_FOUND, error_page(HTTPStatus.NOT_FOUND, f"no page {url.path}")
             except typer.Exit:  # the CLI's one-line errors (on stderr): an unknown session, an unreadable database

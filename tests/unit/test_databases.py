@@ -106,6 +106,7 @@ def test_errors_name_the_real_problem(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
     assert "a directory without agno_sessions.json" in _one_line(["inspect", "--db", str(folder)])
+    assert "a directory, not a SQLite file" in _one_line(["inspect", "--db", f"sqlite:///{folder}"])
     unknown = _one_line(["inspect", "--db", "mongodb://user@127.0.0.1/agno"])
     assert "URL scheme 'mongodb'" in unknown
     assert all(f"{s}://" in unknown for s in ("sqlite", "postgresql", "mysql", "mariadb", "redis", "rediss"))

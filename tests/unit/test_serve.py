@@ -105,6 +105,7 @@ def test_each_session_opens_on_the_page_report_writes(three_sessions: Path, tmp_
 def test_unknown_pages_are_404_and_writes_are_refused(three_sessions: Path) -> None:
     with serving(str(three_sessions)) as base:
         assert get(base + "/session/nope")[0] == 404
+        assert get(base + "/session/%FF%ED%A0%80")[0] == 404, "bytes that are no UTF-8: no such session"
         assert get(base + "/etc/passwd")[0] == 404
         assert get(base + "/", method="POST")[0] == 405
         assert get(base + "/session/ops-review", method="DELETE")[0] == 405
