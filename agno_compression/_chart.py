@@ -2,17 +2,17 @@
 separated), runs as bands, folds as numbered lines linking to their details, the budget as a labelled line.
 
 Colours come from the page's stylesheet (classes, ``currentColor``), so the chart follows light and dark mode.
-Every text placed here is escaped.
+Every text placed here goes through `html_text`: marked where it would act, then escaped.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from html import escape
 
 from ._messages import one_line
 from ._timeline import REASONS, Lane
+from ._visible import html_text
 
 Scale = Callable[[float], float]
 
@@ -62,7 +62,7 @@ def lane_chart(
     out = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-labelledby="chart-title-{index}" data-lane="{index}" preserveAspectRatio="xMidYMid meet">',
-        f'<title id="chart-title-{index}">{escape(label or lane.name)}: prompt tokens per model call</title>',
+        f'<title id="chart-title-{index}">{html_text(label or lane.name)}: prompt tokens per model call</title>',
     ]
     out += _bands(lane, x, slot, height)
     for tick in range(0, int(top_value) + 1, max(1, int(step))):
@@ -106,7 +106,7 @@ def lane_chart(
         out.append(
             f'<circle class="point" cx="{_n(x(c.number))}" cy="{_n(y(c.sent))}" r="{radius}" data-call="{c.number}" '
             f'data-sent="{c.sent}" data-without="{c.without}" data-read="{c.read}" data-written="{c.written}">'
-            f"<title>{escape(tip)}</title></circle>"
+            f"<title>{html_text(tip)}</title></circle>"
         )
     out.append("</svg>")
     return "\n".join(out)
@@ -123,7 +123,7 @@ def _bands(lane: Lane, x: Scale, slot: float, height: int) -> list[str]:
         out.append(
             f'<rect class="band band-{k % 2}" x="{_n(left)}" y="{TOP}" width="{_n(width)}" '
             f'height="{height - TOP - BOTTOM}" data-run="{run.number}"><title>run {run.number}: '
-            f"{escape(one_line(run.request, 120))}</title></rect>"
+            f"{html_text(one_line(run.request, 120))}</title></rect>"
         )
         if k % every == 0:
             out.append(f'<text class="run-label" x="{_n(left + 4)}" y="{TOP + 13}">run {run.number}</text>')
@@ -143,7 +143,7 @@ def _folds(lane: Lane, x: Scale, y: Scale, slot: float, plot_h: float) -> list[s
         tip = f"fold {fold.number} {where}: {REASONS[fold.reason]}; {r.tokens_before:,} → {r.tokens_after:,} tokens"
         out.append(
             f'<a class="fold-mark reason-{fold.reason}" href="#fold-{fold.number}" data-fold="{fold.number}" '
-            f'data-call="{fold.call}" aria-label="{escape(tip)}"><title>{escape(tip)}</title>'
+            f'data-call="{fold.call}" aria-label="{html_text(tip)}"><title>{html_text(tip)}</title>'
             f'<line class="fold-line" x1="{_n(at)}" x2="{_n(at)}" y1="{TOP - 8}" y2="{_n(TOP + plot_h)}"/>'
             f'<line class="fold-drop" x1="{_n(x(fold.call))}" x2="{_n(x(fold.call))}" '
             f'y1="{_n(y(r.tokens_before))}" y2="{_n(y(r.tokens_after) - 5)}"/>'

@@ -5,24 +5,37 @@ Bad input exits with code 2 and one clear line on stderr.
 
 from __future__ import annotations
 
-import json
+import errno
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.padding import Padding
 from rich.progress import Progress
-from rich.table import Table
-from rich.text import Text
 
 from . import __version__
 from ._config import MIN_BUDGET
-from ._databases import SQLITE_HEADER, _output_file, _session, _sessions, _text_option, fail, open_db, reading
+from ._databases import (
+    SQLITE_HEADER,
+    _output_file,
+    _session,
+    _sessions,
+    _text_option,
+    close_db,
+    fail,
+    is_json_db,
+    open_db,
+    reading,
+    source_label,
+)
 from ._exceptions import ConfigError
 from ._page import plural
+from ._visible import json_text, visible_line
 from .eval import Trajectory, load_trajectories
 
 app = typer.Typer(
@@ -31,6 +44,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rich help shows "<bool>" after flags, which take no value
 )
 err = Console(stderr=True)
 
@@ -50,9 +64,23 @@ def main_options(
     """agno-compression's command line."""
 
 
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+"""Files named as databases: one that is not SQLite is a damaged or foreign database, not a recording."""
+
+
 def _is_sqlite(path: Path) -> bool:
     with path.open("rb") as fh:
         return fh.read(16) == SQLITE_HEADER
+
+
+def _is_db(spec: str) -> bool:
+    """Whether ``eval`` reads ``spec`` as an agno database: a URL, a SQLite file or a ``JsonDb`` folder."""
+    path = Path(spec)
+    if "://" in spec or is_json_db(path):
+        return True
+    if path.is_file() and path.suffix.lower() in SQLITE_SUFFIXES and not _is_sqlite(path):
+        raise fail(f"{path}: not a SQLite database (recordings are .json, .jsonl or .traj files)")
+    return path.is_file() and _is_sqlite(path)
 
 
 def _from_db(spec: str) -> list[Trajectory]:
@@ -60,7 +88,7 @@ def _from_db(spec: str) -> list[Trajectory]:
     from ._sessions import full_messages
 
     db = open_db(spec)
-    name = Path(spec).stem if "://" not in spec else "db"
+    name = Path(spec).stem if "://" not in spec else "db"  # a JsonDb folder: its name
     return [
         Trajectory(source="agno-db", name=f"{name}#{s.session_id}", messages=full_messages(db, s.session_id))
         for s in _sessions(db)
@@ -75,7 +103,7 @@ def _load(paths: list[str]) -> list[Trajectory]:
     found: list[tuple[str, Trajectory]] = []
     for spec in paths:
         _text_option("PATH", spec)  # '' would mean the current directory
-        if "://" in spec or (Path(spec).is_file() and _is_sqlite(Path(spec))):
+        if _is_db(spec):
             with reading(spec):
                 found += [(spec, t) for t in _from_db(spec)]
             continue
@@ -99,11 +127,13 @@ def _load(paths: list[str]) -> list[Trajectory]:
 
 
 def _console(need: int = 0) -> Console:
-    """Stdout's console: the terminal's width; piped, ``COLUMNS`` or wide enough for ``need`` columns."""
+    """Stdout's console: the terminal's width; piped, ``COLUMNS`` or wide enough for ``need`` columns. Strings
+    printed are never markup, emoji codes or highlighted: what session text reaches it is a ``Text`` already."""
+    plain: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
     if Console().is_terminal:
-        return Console()
+        return Console(**plain)
     columns = os.environ.get("COLUMNS", "")
-    return Console(width=int(columns) if columns.isdigit() else max(160, need))
+    return Console(width=int(columns) if columns.isdigit() else max(160, need), **plain)
 
 
 def _check_budget(values: list[int] | None) -> None:
@@ -119,7 +149,7 @@ def eval_command(
         list[str],
         typer.Argument(
             help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, "
-            "mini-swe-agent, TapeAgents), agno session databases (SQLite files or SQLAlchemy URLs)."
+            "mini-swe-agent, TapeAgents), agno session databases (SQLite files, JsonDb folders or URLs, as --db)."
         ),
     ],
     summarizer: Annotated[
@@ -159,9 +189,7 @@ def eval_command(
         rows = [r for r in rows if r.peak_prompt_uncompressed > r.budget]
     summary = totals(rows)
     if as_json:
-        typer.echo(
-            json.dumps({"rows": [r.to_dict() for r in rows], "totals": [t.to_dict() for t in summary]}, indent=2)
-        )
+        typer.echo(json_text({"rows": [r.to_dict() for r in rows], "totals": [t.to_dict() for t in summary]}, indent=2))
         return
     replayed = plural(len(runs), "conversation") + " replayed"
     if not rows:
@@ -175,11 +203,25 @@ def eval_command(
     console = _console(need=10_000 if wide else 0)
     console.print(eval_table(rows, summary, wide=wide, title=title, width=console.width))
     if not wide:
-        console.print(NARROW_NOTE, style="dim", highlight=False, markup=False)
+        console.print(NARROW_NOTE, style="dim")
 
 
-DbOption = Annotated[str, typer.Option("--db", help="SQLAlchemy URL or SQLite file path of the agent's database.")]
-SchemaOption = Annotated[str | None, typer.Option("--schema", help="PostgreSQL schema of agno's tables (default: ai).")]
+DbOption = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        help="The agent's database: a SQLite file, a JsonDb folder, or a sqlite://, postgresql://, mysql://, "
+        "mariadb://, redis:// or rediss:// URL (a driver may follow the scheme: postgresql+psycopg://).",
+    ),
+]
+SchemaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--schema",
+        help="agno's db_schema: the PostgreSQL schema or MySQL database of its tables (default: ai), or the "
+        "Redis key prefix (default: agno).",
+    ),
+]
 
 
 @app.command("inspect")
@@ -203,37 +245,21 @@ def inspect_command(
 
 
 def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
+    from ._inspect import session_list
     from ._report import session_rows
 
     rows = session_rows(handle)
     if as_json:
         listed = [{k: v for k, v in r.items() if k not in ("updated_at", "request")} for r in rows]
-        typer.echo(json.dumps(listed, indent=2))
+        typer.echo(json_text(listed, indent=2))
         return
-    columns = ("session_id", "owner", "runs", "messages", "folds", "tokens_saved")
-    title = f"{plural(len(rows), 'session')} in {db}"
-    longest = max((len(str(r["session_id"])) for r in rows), default=10)
-    console = _console(need=longest + 70)
-    table = Table(title=title)
-    for col in columns:
-        if col == "session_id":  # ids stay whole: they are pasted into --session
-            table.add_column(col, no_wrap=True, min_width=longest)
-        else:
-            table.add_column(col, justify="left" if col == "owner" else "right", overflow="fold")
-    for r in rows:
-        table.add_row(*(f"{r[c]:,}" if isinstance(r[c], int) else str(r[c]) for c in columns))
-    if table.__rich_measure__(console, console.options).minimum <= console.width:
-        console.print(table)
-        return
-    console.print(title, highlight=False, markup=False)  # too narrow for the table: one block per session
-    for r in rows:
-        console.print(f"\n{r['session_id']}", soft_wrap=True, highlight=False, markup=False)
-        facts = f"  {r['owner']} · {plural(int(r['runs']), 'run')} · {plural(int(r['messages']), 'message')} · "
-        facts += f"{plural(int(r['folds']), 'fold')} · {int(r['tokens_saved']):,} tokens saved"
-        console.print(facts, highlight=False, markup=False)
+    console = _console()
+    for part in session_list(rows, f"{plural(len(rows), 'session')} in {source_label(db)}", console.width):
+        console.print(part)
 
 
 def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
+    from ._inspect import run_view
     from ._sessions import records_of_run, session_runs
     from ._stores import store_for
     from ._timeline import fold_reason
@@ -269,55 +295,12 @@ def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, a
             }
         )
     if as_json:
-        typer.echo(json.dumps({"session_id": session, "runs": timeline}, indent=2))
+        typer.echo(json_text({"session_id": session, "runs": timeline}, indent=2))
         return
-    console = _console(need=160)
+    console = _console()
     for run in timeline:
-        title = f"run {run['run_id']} ({run['status']}{', member run' if run['member_of'] else ''}): "
-        title += f"{plural(int(run['model_calls']), 'model call')}, prompt tokens {run['prompt_tokens']}"
-        console.print(title, highlight=False, markup=False, soft_wrap=True)
-        if run["folds"]:
-            _print_folds(console, run["folds"], ids=ids, full=full)
-
-
-def _print_folds(console: Console, folds: list[dict[str, Any]], *, ids: bool, full: bool) -> None:
-    """A run's folds as a table, or one block per fold where the terminal is too narrow for the table."""
-    from ._timeline import REASONS
-
-    table = Table(show_lines=True)
-    for col in ("#", "before call", "reason", "strategy", "tokens before -> after", "folded"):
-        table.add_column(col, no_wrap=col != "folded" or ids, min_width=36 if col == "folded" and ids else None)
-    table.add_column("summary", min_width=30, overflow="fold")
-    cells = []
-    for f in folds:
-        summary = f["summary"] or ""
-        if not full:
-            summary = "\n".join(summary.splitlines()[:6]) + ("\n…" if summary.count("\n") >= 6 else "")
-        ids_text = "\n".join(f["folded_ids"]) if ids else ""
-        row = [
-            str(f["record_id"]),
-            str(f["before_call"] or "-"),
-            REASONS[f["reason"]],
-            f["strategy"],
-            f"{f['tokens_before']:,} -> {f['tokens_after']:,}",
-            str(f["folded"]) + (f"\n{ids_text}" if ids else ""),
-            summary,
-        ]
-        table.add_row(*row)
-        cells.append((row, ids_text, summary))
-    if table.__rich_measure__(console, console.options).minimum <= console.width:
-        console.print(table)
-        return
-    for row, ids_text, summary in cells:  # ids stay whole on their own lines; the summary wraps
-        console.print(
-            f"fold {row[0]} · before call {row[1]} · {row[2]} · {row[3]} · {row[4]} tokens · "
-            f"{plural(int(row[5].split()[0]), 'message')} folded",
-            highlight=False,
-            markup=False,
-        )
-        for line in ids_text.splitlines():
-            console.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
-        console.print(Padding(Text(summary), (0, 0, 1, 2)))
+        for part in run_view(run, console.width, ids=ids, full=full):
+            console.print(part)
 
 
 @app.command("export")
@@ -343,11 +326,7 @@ def export_command(
         ids = [session] if session is not None else [s.session_id for s in _sessions(handle)]
         if session is not None:
             _session(handle, session, db)
-        lines = [
-            json.dumps(e, ensure_ascii=False)
-            for sid in ids
-            for e in export_examples(handle, sid, per=per, with_view=with_view)
-        ]
+        lines = [json_text(e) for sid in ids for e in export_examples(handle, sid, per=per, with_view=with_view)]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out is None:
         typer.echo(text, nl=False)
@@ -356,7 +335,7 @@ def export_command(
         out.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
-    typer.echo(f"wrote {plural(len(lines), 'example')} to {out}", err=True)
+    typer.echo(f"wrote {plural(len(lines), 'example')} to {visible_line(out)}", err=True)
 
 
 BudgetLine = Annotated[
@@ -383,9 +362,9 @@ def report_command(
     """Write a session's page: prompt size per model call, each fold where it happened, what it folded and why."""
     from ._report import report_page
 
+    _output_file("--out", out)  # a directory is named as one, whatever its name ends in
     if out.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out must end in .html (the report is one self-contained page), got {out.name!r}")
-    _output_file("--out", out)
     _text_option("--session", session)
     _text_option("--schema", schema)
     _check_budget([budget] if budget is not None else None)
@@ -395,7 +374,7 @@ def report_command(
         out.write_text(page, encoding="utf-8")
     except OSError as exc:
         raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
-    typer.echo(f"wrote {out}")
+    typer.echo(f"wrote {visible_line(out)}")
 
 
 @app.command("serve")
@@ -415,10 +394,42 @@ def serve_command(
     if not 0 <= port <= 65535:
         raise fail(f"--port must be from 0 to 65535, got {port}")
     with reading(db):
-        open_db(db, schema=schema).db_engine.dispose()  # a bad --db fails here, before listening
+        close_db(open_db(db, schema=schema))  # a bad --db fails here, before listening
     serve(db, schema=schema, host=host, port=port)
+
+
+_OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""Why writing stdout fails when it is a file (``> /dev/full``, a full disk or quota, a file too large)."""
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: the interpreter flushes it once more at exit, which must not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+@contextmanager
+def stdout_failures() -> Iterator[None]:
+    """A closed pipe (``| head -1``) ends a command quietly, a full disk with one line; both exit 1, as Unix tools do,
+    never with a traceback."""
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()  # what is still buffered fails here, not while the interpreter exits
+    except BrokenPipeError:
+        _discard_stdout()
+        raise SystemExit(1) from None
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _OUTPUT_ERRORS:
+            raise  # not a failure of stdout: a bug must show where it is
+        _discard_stdout()
+        sys.stderr.write(f"agno-compression: error: cannot write the output: {exc.strerror}\n")
+        raise SystemExit(1) from None
 
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    with stdout_failures():
+        app()

@@ -463,7 +463,10 @@ class Folder:
         event.budget = self.budget(state)
         state.events.append(event)
         keep_event(self.config.events, event, self.stats)
-        self.stats.add({"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds"))
+        kind = {"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds")
+        if kind != "shortened":  # outputs shortened are counted one by one, whichever pass shortened them
+            self.stats.add(kind)
+        self.stats.add("shortened", len(event.shortened_ids))
         self.stats.add("messages_folded", len(event.folded_ids))
         self.stats.add("tokens_saved", max(0, event.tokens_before - event.tokens_after))
         if event.summary is not None:

@@ -1,32 +1,31 @@
 """The session page: one self-contained HTML file (inline CSS and SVG, no script, no external font or file).
 
-Everything read from the database (messages, summaries, ids, names) is untrusted text and goes through
-``escape``; the page's Content-Security-Policy forbids scripts and every external load as a second guard.
+Everything read from the database (messages, summaries, ids, names) is untrusted text and goes through ``e``
+(``_visible.html_text``): control and bidi characters shown as marks, then escaped; where it is shown, the
+stylesheet isolates its direction. The page's Content-Security-Policy forbids scripts and every external load as a
+second guard.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from html import escape
 from importlib.resources import files
 
 from agno.models.message import Message
 
 from ._chart import lane_chart
+from ._http import PAGE_CSP
 from ._ledger import SECTION, section_lines
 from ._messages import message_text, one_line
+from ._summarizers import is_masked
 from ._timeline import REASONS, Fold, Lane, Timeline
+from ._visible import html_text as e
+from ._visible import visible
 from .tokens import TokenCounter
 
 FULL_TEXT_LIMIT = 200_000
 """Characters of one original message embedded in the page (``agno-compression export`` has them all)."""
 PEEK_LINES = 3
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'"
-
-
-def e(value: object) -> str:
-    """``value`` as escaped HTML text (quotes too, so it is safe in attributes)."""
-    return escape(str(value), quote=True)
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -39,7 +38,7 @@ def shell(title: str, body: str) -> str:
     css = files("agno_compression").joinpath("page.css").read_text(encoding="utf-8")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{css}</style></head>\n<body>\n{body}\n</body></html>\n"
@@ -170,10 +169,13 @@ def _strategy(strategy: str) -> str:
 
 
 def _peek(text: str) -> tuple[str, bool]:
-    """The first lines of ``text`` (each on one line, cut between words) and whether that is all of it."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    """The first lines of ``text`` (each on one line, cut between words) and whether that is all of it. Only a
+    newline ends a line: a carriage return or a separator is shown as its mark, as in the full text."""
+    marked = visible(text)
+    lines = [line for line in marked.split("\n") if line.strip()]
     shown = [one_line(line, 160) for line in lines[:PEEK_LINES]]
-    return "\n".join(shown), len(lines) <= PEEK_LINES and shown == [" ".join(x.split()) for x in lines]
+    whole = marked == text and len(lines) <= PEEK_LINES and shown == [" ".join(x.split()) for x in lines]
+    return "\n".join(shown), whole
 
 
 def _original(m: Message, counter: TokenCounter) -> str:
@@ -186,7 +188,11 @@ def _original(m: Message, counter: TokenCounter) -> str:
     else:
         who = m.role
     peek, whole = _peek(text)
-    size = f"{len(text):,} characters · {counter.count_message(m):,} tokens"
+    size = f"{len(text):,} characters · {counter.count_text(text):,} tokens"  # both of the stored original
+    sent = m.compressed_content
+    if m.role == "tool" and sent is not None and sent != m.content:  # what the model saw before the fold
+        how = "masked" if is_masked(m) else "shortened"
+        size += f" · {how} in context to {len(sent):,} characters · {counter.count_message(m):,} tokens"
     full = ""
     if not whole:
         cut = text[:FULL_TEXT_LIMIT]

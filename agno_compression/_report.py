@@ -4,24 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._databases import _owner, _session, _sessions
+from ._databases import _owner, _session, _sessions, source_label
 from ._messages import message_text, one_line
 from ._page import session_page
 from ._sessions import session_runs, stats_of
 from ._stores import store_for
 from ._timeline import build_timeline
-
-
-def source_label(spec: str) -> str:
-    """``--db`` as the page names it: a URL without its password."""
-    if "://" not in spec:
-        return spec
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(spec).render_as_string(hide_password=True)
-    except Exception:
-        return "database"
 
 
 def report_page(db: Any, session_id: str, spec: str, *, budget: int | None = None, back: str | None = None) -> str:

@@ -2,12 +2,15 @@
 
 ``/`` lists the sessions, newest first, searchable (``?q=``, no script needed); ``/session/<id>`` is the same page
 ``report`` writes. The database is opened read-only for every request (a SQLite file without leaving a side file)
-and closed after it, so the list follows what agents write meanwhile. Only GET and HEAD are served.
+and closed after it, so the list follows what agents write meanwhile. Only GET and HEAD are served, only to the
+``Host`` names of where it listens, with the headers of ``_http`` (no framing, no sniffing, no referrer); its log
+lines show request text through ``visible_line``.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from datetime import datetime, timezone
 from http import HTTPStatus
@@ -17,18 +20,13 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import typer
 
-from ._databases import fail, open_db, reading
-from ._page import CSP, e, plural, shell
-from ._report import report_page, session_rows, source_label
+from ._databases import close_db, fail, open_db, reading, source_label
+from ._http import HEADERS, REFUSED, WILDCARDS, allowed_hosts, host_allowed, host_name
+from ._page import e, plural, shell
+from ._report import report_page, session_rows
+from ._visible import visible_line
 
 log = logging.getLogger("agno_compression")
-
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 
 
 def _matches(row: dict[str, Any], query: str) -> bool:
@@ -48,7 +46,8 @@ def index_page(rows: list[dict[str, Any]], query: str, source: str) -> str:
     shown = [r for r in rows if _matches(r, query)] if query.strip() else rows
     body = []
     for r in shown:
-        link = "/session/" + quote(str(r["session_id"]), safe="")
+        # a lone surrogate in an id has no UTF-8: its bytes go as they are, and come back the same way
+        link = "/session/" + quote(str(r["session_id"]), safe="", errors="surrogatepass")
         body.append(
             f'<tr data-session="{e(r["session_id"])}"><td class="text mono"><a href="{e(link)}">{e(r["session_id"])}'
             f'</a></td><td class="text">{e(r["owner"])}</td><td class="text">{e(r.get("request", ""))}</td>'
@@ -97,7 +96,7 @@ class Viewer:
             try:
                 return index_page(session_rows(db), query, self.source)
             finally:
-                db.db_engine.dispose()
+                close_db(db)
 
     def session(self, session_id: str) -> str:
         with reading(self.spec):
@@ -105,11 +104,26 @@ class Viewer:
             try:
                 return report_page(db, session_id, self.spec, back="/")
             finally:
-                db.db_engine.dispose()
+                close_db(db)
 
 
-def handler_for(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
-    """A request handler class serving ``viewer``'s pages."""
+def _session_id(quoted: str) -> str:
+    """The id a ``/session/`` link names: ``index_page`` quotes a lone surrogate's bytes as they are."""
+    try:
+        return unquote(quoted, errors="surrogatepass")
+    except UnicodeDecodeError:  # bytes of no id of ours (not UTF-8): an unknown session
+        return unquote(quoted)
+
+
+def machine_names() -> list[str]:
+    """This machine's own names, which a viewer listening on every interface answers to besides its addresses."""
+    return [n for n in (socket.gethostname(), socket.getfqdn()) if n]
+
+
+def handler_for(viewer: Viewer, host: str = "127.0.0.1") -> type[BaseHTTPRequestHandler]:
+    """A request handler class serving ``viewer``'s pages to requests for ``host`` (where it listens)."""
+    every_interface = host_name(host) in WILDCARDS
+    allowed = allowed_hosts(host, machine_names() if every_interface else ())
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "agno-compression"
@@ -126,20 +140,25 @@ def handler_for(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
 
         def _answer(self, send_body: bool) -> None:
+            if not host_allowed(self.headers.get("Host"), allowed, every_interface=every_interface):
+                # another name for this address: a page of that name must not read the sessions (DNS rebinding)
+                message = "this viewer answers only to the names of where it listens"
+                self._send(REFUSED, error_page(REFUSED, message), send_body)
+                return
             url = urlsplit(self.path)
             status, page = HTTPStatus.OK, ""
             try:
                 if url.path in ("/", "/index.html"):
                     page = viewer.index(parse_qs(url.query).get("q", [""])[0])
                 elif url.path.startswith("/session/"):
-                    page = viewer.session(unquote(url.path[len("/session/") :]))
+                    page = viewer.session(_session_id(url.path[len("/session/") :]))
                 else:
                     status, page = HTTPStatus.NOT_FOUND, error_page(HTTPStatus.NOT_FOUND, f"no page {url.path}")
             except typer.Exit:  # the CLI's one-line errors (on stderr): an unknown session, an unreadable database
                 status = HTTPStatus.NOT_FOUND if url.path.startswith("/session/") else HTTPStatus.INTERNAL_SERVER_ERROR
                 page = error_page(status, "see the server's terminal for the reason")
             except Exception as exc:  # a bug must not end the server: one line here, the page says 500
-                log.exception("agno-compression serve: %s failed", url.path)
+                log.exception("agno-compression serve: %s failed", visible_line(url.path))
                 status = HTTPStatus.INTERNAL_SERVER_ERROR
                 page = error_page(status, f"{type(exc).__name__}; see the server's terminal")
             self._send(status, page, send_body)
@@ -156,14 +175,14 @@ def handler_for(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
 
         def log_message(self, format: str, *args: Any) -> None:
-            sys.stderr.write(f"{self.address_string()} {format % args}\n")
+            sys.stderr.write(f"{self.address_string()} {visible_line(format % args)}\n")
 
     return Handler
 
 
 def make_server(spec: str, *, schema: str | None = None, host: str = "127.0.0.1", port: int = 8321) -> Any:
     """A server (not started) for the sessions of ``spec``; ``server.server_address`` has the port it got."""
-    server = ThreadingHTTPServer((host, port), handler_for(Viewer(spec, schema)))
+    server = ThreadingHTTPServer((host, port), handler_for(Viewer(spec, schema), host))
     server.daemon_threads = True
     return server
 
@@ -176,9 +195,9 @@ def serve(spec: str, *, schema: str | None = None, host: str = "127.0.0.1", port
         raise fail(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from exc
     bound_host, bound_port = server.server_address[:2]
     where = f"http://{bound_host}:{bound_port}/"
-    typer.echo(f"Serving the sessions of {source_label(spec)} at {where} (read-only; Ctrl+C stops)")
+    typer.echo(visible_line(f"Serving the sessions of {source_label(spec)} at {where} (read-only; Ctrl+C stops)"))
     if bound_host not in ("127.0.0.1", "::1", "localhost"):
-        typer.echo(f"Note: --host {host} lets other machines read these sessions.", err=True)
+        typer.echo(visible_line(f"Note: --host {host} lets other machines read these sessions."), err=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -44,7 +44,8 @@ def script(messages: list[Message], info: ScriptInfo) -> Reply:
     if done < 5:
         return Reply(
             text=f"Reading {service} day {done + 1}.",
-            tool_calls=[ToolCall("read_log", {"service": service, "day": done + 1})],
+            # fixed call ids: the same prompts, token counts and folds at every run (docs/cli.md shows them)
+            tool_calls=[ToolCall("read_log", {"service": service, "day": done + 1}, id=f"call_{service}_{done + 1}")],
         )
     return Reply(text=f"{service}: 3 timeouts a day, all upstream db-0..db-2.")
 
@@ -54,6 +55,7 @@ def main() -> None:
     manager = CompressionManager(compress_at_tokens=6_000)
     agent = manager.attach(
         Agent(
+            id="log-reviewer",  # a stable owner for `agno-compression inspect` (agno picks a random one otherwise)
             model=pick_model(script),
             tools=[read_log],
             db=SqliteDb(db_file=str(db_file)),

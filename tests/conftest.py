@@ -10,7 +10,7 @@ import pytest
 
 from agno_compression.testing import block_network, drop_api_keys
 from tests.helpers import DbTarget, fresh_namespace
-from tests.scenarios import Scenario, multi_run_session, team_session
+from tests.scenarios import Scenario, corpus_session, multi_run_session, team_session
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 TRAJECTORIES = SHARED / "trajectories"
@@ -58,3 +58,14 @@ def multi_scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 def team_scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     """A Team session on SQLite whose leader folds, with known fold positions (tests/scenarios.py)."""
     return team_session(str(tmp_path_factory.mktemp("team") / "team.db"))
+
+
+@pytest.fixture(scope="session")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite session whose agent name, user message, model text and tool outputs carry the hostile corpus
+    (tests/scenarios.py: escapes, bidi controls, NUL, markup, a 2 MB line, lone surrogates)."""
+    from agno.db.sqlite import SqliteDb
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.db"
+    corpus_session(SqliteDb(db_file=str(path)))
+    return path

@@ -167,3 +167,60 @@ def chat_file(tmp_path: Path, steps: int = 12, name: str = "run.json") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"messages": messages}))
     return path
+
+
+CORPUS = (
+    "clear\x1b[2Jscreen",
+    "title\x1b]0;pwned\x07",
+    "\x1b]8;;http://evil.example/\x1b\\a link\x1b]8;;\x1b\\",
+    "exe.\u202etxt",
+    "isolate\u2066x\u2069 mark\u200f",
+    "nul\x00 bel\x07 del\x7f",
+    "c1 csi\x9b31m nel\x85",
+    "cr\rhidden",
+    "[red]x[/red]",
+    "Optional[bool] = None",
+    "additional_metrics[k] = v",
+    "[link=http://evil.example]y[/link] :smile:",
+)
+"""Text a terminal, rich or a page would act on: escape sequences (CSI, OSC title, OSC-8 link), bidi controls, NUL,
+BEL, DEL, C1 controls, a carriage return, and rich markup and emoji codes."""
+HOSTILE_TEXT = " ".join(CORPUS)
+LONE_SURROGATES = "lone \ud800 and \udfff"
+"""What no UTF-8 stream can carry as it is (JSON stores it escaped; a tool may return it)."""
+HUGE_LINE = 2_000_000
+"""Characters of the one line without a break a tool returns."""
+CORPUS_SESSION = "s-[bold]b[/bold]-\x1b[31m-\u202e-end"
+"""A session id that would be markup, colour and reversed text if it were not shown as data."""
+
+
+def corpus_session(db: Any, session_id: str = CORPUS_SESSION, *, huge: bool = True) -> Scenario:
+    """A folded session whose agent name, user message, model text and tool outputs carry ``CORPUS`` (a 2 MB line
+    and lone surrogates too with ``huge``), written by a real Agent into ``db`` (any agno db)."""
+
+    def fetch(page: int) -> str:
+        """Fetch one page of a web site."""
+        body = "\n".join(f"row {page}.{i}: {CORPUS[i % len(CORPUS)]} value {i}" for i in range(60))
+        if huge and page == 3:
+            body += "\n" + "y" * HUGE_LINE
+        if huge and page == 4:
+            body += "\n" + LONE_SURROGATES
+        return f"{HOSTILE_TEXT}\n{body}"
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < 6:
+            page = info.call_index + 1
+            return Reply(text=f"Fetching page {page}. {HOSTILE_TEXT}", tool_calls=[ToolCall("fetch", {"page": page})])
+        return Reply(text=f"Done. {HOSTILE_TEXT}")
+
+    model = ScriptedModel(script=script)
+    scenario = Scenario(getattr(db, "db_file", None) or "", session_id)
+    manager = scenario.manager(model, compress_at_tokens=3_000)
+    name = f"agent {HOSTILE_TEXT}"
+    agent = Agent(name=name, model=model, tools=[fetch], db=db, session_id=session_id, telemetry=False)
+    manager.attach(agent).run(f"Read the site. {HOSTILE_TEXT}")
+    manager.flush_records()
+    engine = getattr(db, "db_engine", None)
+    if engine is not None:
+        engine.dispose()
+    return scenario

@@ -310,3 +310,42 @@ def agno_conversation(draw: Any, *, max_batches: int = 6) -> list[Message]:
         if tools:
             draw(st.sampled_from(tools)).content = draw(HUGE)
     return msgs
+
+
+# --- hostile text: what session text may hold that a terminal, rich, a page or a log would act on -----------------
+
+CONTROLS = [chr(c) for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]]
+BIDI = [
+    "\u061c",
+    "\u200e",
+    "\u200f",
+    "\u2028",
+    "\u2029",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+]
+SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
+MARKUP = ["[red]x[/red]", "[bold]", "[/]", "Optional[bool]", "[k]", "[link=http://x]y[/link]", ":smile:", "\\[", "["]
+SEQUENCES = [
+    "\x1b[2J",
+    "\x1b]0;pwned\x07",
+    "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\",
+    "\x9b31m",
+    "\r\n",
+    "exe.\u202etxt",
+]
+
+
+def _piece() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.sampled_from(CONTROLS + BIDI + SURROGATES),
+        st.sampled_from(MARKUP + SEQUENCES),
+        st.text(alphabet=st.characters(exclude_categories=()), max_size=8),  # any code point, surrogates too
+        st.text(alphabet="abc xyz-_./:", min_size=1, max_size=12),
+    )
+
+
+HOSTILE_TEXT = st.lists(_piece(), max_size=24).map("".join)
+"""Text mixing controls, bidi controls, lone surrogates, escape sequences and rich markup with plain words."""
+HOSTILE_LINE = st.lists(_piece(), min_size=1, max_size=6).map("".join).filter(lambda s: s.strip() != "")
+"""A short non-blank hostile text: an id or a name."""

@@ -16,6 +16,11 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 def in_terminal(args: list[str], columns: int, timeout: float = 120.0) -> str:
     """What ``python -m agno_compression *args`` shows in a ``columns``-wide terminal (escape codes removed)."""
+    return _ESCAPES.sub("", raw_terminal(args, columns, timeout))
+
+
+def raw_terminal(args: list[str], columns: int, timeout: float = 120.0) -> str:
+    """Every character ``python -m agno_compression *args`` writes to a ``columns``-wide terminal, escapes included."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: its stdout is the terminal, as wide as a shell would say
         fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
@@ -36,4 +41,4 @@ def in_terminal(args: list[str], columns: int, timeout: float = 120.0) -> str:
         out += chunk
     os.waitpid(pid, 0)
     os.close(fd)
-    return _ESCAPES.sub("", out.decode("utf-8", "replace"))
+    return out.decode("utf-8", "replace")

@@ -7,7 +7,9 @@ from collections.abc import Callable, Sequence
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
+from .._visible import data_text, visible_line
 from ._scoring import EvalRow
 
 LABEL_WIDTH = 24
@@ -133,12 +135,14 @@ def eval_table(
     title = " · ".join(t for t in [title, *notes] if t) or None
 
     def build(labels: dict[str, str]) -> Table:
-        table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        # an input's name comes from a file or a session id: shown as data, never as markup
+        shown_title = data_text(title, line=True) if title else None
+        table = Table(title=shown_title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         table.add_column("input", no_wrap=True)
         for name, _ in columns:
             table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
         for r in [*rows, *summary]:
-            table.add_row(labels.get(r.input, r.input), *(cell(r) for _, cell in columns))
+            table.add_row(data_text(labels.get(r.input, r.input), line=True), *(Text(cell(r)) for _, cell in columns))
         return table
 
     if wide:
@@ -148,4 +152,6 @@ def eval_table(
     console = Console(width=10_000)
     rest = build({r.input: "" for r in rows}).__rich_measure__(console, console.options).maximum
     label_width = max(12, min(40, width - rest))
-    return build(distinct_labels([r.input for r in rows], label_width))
+    shown = {r.input: visible_line(r.input) for r in rows}  # labels are made to fit as the terminal shows them
+    labels = distinct_labels(list(shown.values()), label_width)
+    return build({name: labels[text] for name, text in shown.items()})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,16 @@ def why_not() -> str | None:
 
 
 @contextmanager
-def launch(playwright: Any, color_scheme: str = "light", viewport: dict[str, int] | None = None) -> Iterator[Any]:
-    """A fresh Chromium context of a running Playwright (a new empty profile), at a laptop's size."""
+def launch(
+    playwright: Any, color_scheme: str = "light", viewport: dict[str, int] | None = None, flags: Sequence[str] = ()
+) -> Iterator[Any]:
+    """A fresh Chromium context of a running Playwright (a new empty profile), at a laptop's size; ``flags`` are
+    Chromium's, added to ``FLAGS``."""
     with tempfile.TemporaryDirectory() as profile:
         context = playwright.chromium.launch_persistent_context(
             profile,
             executable_path=chromium_path(),
-            args=FLAGS,
+            args=[*FLAGS, *flags],
             headless=True,
             viewport=viewport or LAPTOP,
             color_scheme=color_scheme,

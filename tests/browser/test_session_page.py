@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -205,6 +206,58 @@ def test_serve_lists_searches_and_opens_a_session(cookbook: Path, context: Any) 
         page.get_by_role("link", name="All sessions").click()
         page.wait_for_url("**/")
         page.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- the trust boundary in a browser: stored text isolated and shown, no framing, no other host name -------------
+
+
+def test_session_text_is_shown_isolated_never_acted_on(corpus_db: Path, context: Any) -> None:
+    from tests.scenarios import CORPUS_SESSION
+
+    OUT.mkdir(exist_ok=True)
+    page = context.new_page()
+    page.goto(write_page(corpus_db, CORPUS_SESSION, OUT / "corpus.html"))
+    open_fold_from_the_keyboard(page, 1)
+    text = page.locator("body").inner_text()
+    assert "exe.<U+202E>txt" in text and "\\x1b[2J" in text and "[red]x[/red]" in text
+    assert not any(c in text for c in ("\u202e", "\x1b", "\x07", "\x00")), "no raw control reaches the reader"
+    assert page.locator("h1 .id").inner_text() == "s-[bold]b[/bold]-\\x1b[31m-<U+202E>-end"
+    for selector in ("h1 .id", ".fold[open] pre", ".originals .who strong", "td.text"):
+        style = page.locator(selector).first.evaluate("e => getComputedStyle(e).unicodeBidi")
+        assert style == "plaintext", (selector, style)
+    sizes = page.locator(".originals .muted").filter(
+        has_text=re.compile(r"^2,0\d\d,\d{3} characters · [\d,]{7} tokens")
+    )
+    assert sizes.count() == 1, "the 2 MB output's size, characters and tokens of the same text"
+    page.screenshot(path=str(OUT / "corpus.png"), full_page=False)
+    page.close()
+
+
+def test_serve_cannot_be_framed_or_read_under_another_name(cookbook: Path, playwright: Any) -> None:
+    from agno_compression._serve import make_server
+
+    server = make_server(str(cookbook / "multi_run_session.db"), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    rebinding = ["--host-resolver-rules=MAP evil.example 127.0.0.1"]  # a rebinding page's name, on this address
+    try:
+        with launch(playwright, flags=rebinding) as ctx:
+            page = ctx.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            assert page.locator('tr[data-session="ops-review"]').count() == 1, "the viewer itself works"
+            answer = page.goto(f"http://evil.example:{port}/")
+            assert answer is not None and answer.status == 421
+            assert "ops-review" not in page.content()
+            page.screenshot(path=str(OUT / "serve-other-name.png"))
+            page.set_content(f'<iframe id="f" src="http://127.0.0.1:{port}/session/ops-review"></iframe>')
+            page.wait_for_timeout(1500)
+            framed = page.frames[-1]
+            assert framed is not page.main_frame
+            assert framed.evaluate("() => document.body ? document.body.innerText : ''").find("ops-review") < 0
+            page.close()
     finally:
         server.shutdown()
         server.server_close()

@@ -101,3 +101,30 @@ def test_the_warning_names_the_part_that_keeps_a_prompt_over_its_budget(caplog: 
         agent.run(task)
     over = [r.message for r in caplog.records if "after folding" in r.message]
     assert over and "the current user message" in over[0].split("holds", 1)[1].split(",")[0], over
+
+
+def test_a_large_output_in_the_last_batch_reaches_the_model_shortened_and_stats_count_each() -> None:
+    """README and docs/design.md: the last tool batch is kept, but an output too large for the budget in it is
+    shortened in context; ``stats["shortened"]`` counts the outputs the events record as shortened."""
+
+    def page(index: int) -> str:
+        """Read one large page."""
+        return "\n".join(f"page {index} line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(400))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < 4:
+            return Reply(tool_calls=[ToolCall("page", {"index": info.call_index})])
+        return Reply(text="All pages read.")
+
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(script, page, manager=manager)
+    agent.run("Read four pages.")
+    shortened = [i for e in manager.events for i in e.shortened_ids]
+    assert len(shortened) >= 2 and len(set(shortened)) == len(shortened), [e.strategy for e in manager.events]
+    assert manager.stats["shortened"] == len(shortened), (manager.stats["shortened"], len(shortened))
+    assert any(e.strategy != "shorten" and e.shortened_ids for e in manager.events), "shortened within a fold"
+    last = model.requests[-1].messages
+    tool = next(m for m in reversed(last) if m.role == "tool")
+    full = page(3)
+    sent = tool.compressed_content if tool.compressed_content is not None else str(tool.content)
+    assert tool.id in shortened and len(sent) < len(full) / 2, "the last batch's output reached the model shortened"

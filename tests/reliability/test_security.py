@@ -5,7 +5,6 @@ reads databases read-only and binds every value.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import os
 import subprocess
@@ -33,6 +32,7 @@ from agno_compression._summarizers import (
     SummaryRequest,
     render_transcript,
 )
+from agno_compression._visible import html_text
 from agno_compression.testing import WHOLE_SESSION, LoopAgent, Reply, ScriptedModel, ScriptInfo, ToolCall, current_user
 from agno_compression.tokens import TokenCounter
 from tests.helpers import DbTarget, db_target
@@ -317,7 +317,7 @@ def test_cli_binds_sql_metacharacters_and_never_writes_sqlite(tmp_path: Path) ->
         page = out_dir / f"c{len(list(out_dir.iterdir()))}.html"
         report = runner.invoke(app, ["report", "--db", str(path), "--session", session, "--out", str(page)])
         assert report.exit_code == 0, report.output
-        assert html.escape(session) in page.read_text(encoding="utf-8")
+        assert html_text(session) in page.read_text(encoding="utf-8"), "escaped, a bidi control shown as its mark"
     # a metacharacter id that matches nothing matches nothing (not every row)
     for probe in ("' OR '1'='1", "%", "innocent' --"):
         missing = runner.invoke(app, ["inspect", "--db", str(path), "--session", probe])

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from agno_compression._cli import app
+from tests.scenarios import CORPUS_SESSION
 from tests.scenarios import chat_file as _chat_file
 
 runner = CliRunner()
@@ -181,7 +185,7 @@ def test_bad_databases_exit_2_with_one_line(session_db: Path, tmp_path: Path) ->
         ("export", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
         ("report", "--db", str(session_db), "--session", "nope"): "no session 'nope'",
         ("report", "--db", str(session_db), "--session", "s1", "--out", "x.png"): "must end in .html",
-        ("inspect", "--db", "mysql://u@h/db"): "only SQLite and PostgreSQL",
+        ("inspect", "--db", "mongodb://u@h/db"): "no agno database for the URL scheme 'mongodb'",
     }
     for args, needle in cases.items():
         result = runner.invoke(app, list(args))
@@ -307,3 +311,68 @@ def test_bad_options_exit_2_with_one_clear_line(session_db: Path, tmp_path: Path
         _one_line_exit_2(result, list(args))
         assert needle in result.stderr, (args, result.stderr)
     assert not (tmp_path / "no").exists() and not list(tmp_path.glob("*.jsonl"))
+
+
+# --- stdout that fails: one line (none for a closed pipe), exit 1, never a traceback ------------------------------
+
+
+def _python_m(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "agno_compression", *args], stderr=subprocess.PIPE, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["export"], ["inspect", "--json"], ["inspect", "--session", "s1", "--json"]],
+    ids=lambda a: " ".join(a),
+)
+def test_a_full_disk_on_stdout_ends_with_one_line(session_db: Path, args: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        done = _python_m([args[0], "--db", str(session_db), *args[1:]], stdout=full)
+        _, stderr = done.communicate(timeout=120)
+    text = stderr.decode()
+    assert done.returncode == 1, text
+    assert text.splitlines() == ["agno-compression: error: cannot write the output: No space left on device"], text
+
+
+def test_eval_on_a_full_disk_ends_with_one_line(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        done = _python_m(["eval", str(_chat_file(tmp_path)), "-b", "4000", "--json"], stdout=full)
+        _, stderr = done.communicate(timeout=300)
+    assert done.returncode == 1 and "Traceback" not in stderr.decode()
+    assert stderr.decode().strip().splitlines()[-1].endswith("No space left on device")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["export"], ["inspect", "--session", CORPUS_SESSION, "--full"], ["inspect", "--json"]],
+    ids=["export", "inspect --session --full", "inspect --json"],
+)
+def test_a_closed_pipe_ends_quietly_with_exit_1(corpus_db: Path, args: list[str]) -> None:
+    closed = _python_m([args[0], "--db", str(corpus_db), *args[1:]], stdout=subprocess.PIPE)
+    assert closed.stdout is not None
+    closed.stdout.close()  # the reader is gone before the first line, as `head -1` is once it has one
+    _, stderr = closed.communicate(timeout=120)
+    assert closed.returncode == 1 and stderr == b"", stderr.decode()[-2000:]
+
+
+def test_piped_into_head_no_traceback(corpus_db: Path) -> None:
+    session = shlex.quote(CORPUS_SESSION)
+    command = f"{sys.executable} -m agno_compression inspect --db {corpus_db} --session {session} --full"
+    done = subprocess.run(
+        f"{command} 2>err.txt | head -1; cat err.txt",
+        shell=True,
+        capture_output=True,
+        cwd=corpus_db.parent,
+        check=False,
+    )
+    first, *rest = done.stdout.decode().splitlines()
+    assert first.startswith("run ") and rest == [], done.stdout.decode()[-2000:]
+
+
+def test_help_shows_no_type_after_a_flag() -> None:
+    for command in ([], ["inspect"], ["export"], ["eval"], ["report"], ["serve"]):
+        shown = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+        assert shown.exit_code == 0 and "--help" in shown.stdout
+        assert "<bool>" not in shown.stdout, f"{command}: {shown.stdout}"
+    inspect_help = runner.invoke(app, ["inspect", "--help"], env={"COLUMNS": "120"}).stdout
+    assert re.search(r"--full\s+Print whole summaries", inspect_help), inspect_help

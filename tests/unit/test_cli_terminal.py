@@ -168,3 +168,89 @@ def test_reading_a_database_leaves_nothing_beside_it(multi: tuple[str, str], tmp
         server.shutdown()
         server.server_close()
     assert db.stat().st_mtime_ns == before
+
+
+# --- session text that would drive a terminal: shown, never interpreted, at every width ------------------------------
+
+from rich.cells import cell_len  # noqa: E402
+
+from agno_compression import full_messages  # noqa: E402
+from agno_compression._visible import visible_line  # noqa: E402
+from tests.scenarios import CORPUS_SESSION  # noqa: E402
+from tests.unit.test_visible import ACTED_ON  # noqa: E402
+
+WIDTHS = (60, 80, 100, 120, 160, 250)
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""rich's own colours in a real terminal: the only escape sequences the command line may write there."""
+
+
+def _clean(text: str, width: int | None, where: str) -> None:
+    """Nothing a terminal would act on, and no line wider than ``width``."""
+    found = ACTED_ON.search(text)
+    assert found is None, (
+        f"{where}: raw {found.group()!r} at {found.start()}: {text[max(0, found.start() - 60) :][:120]!r}"
+    )
+    if width is not None:
+        wide = [line for line in text.splitlines() if cell_len(line) > width]
+        assert not wide, f"{where}: {len(wide)} lines wider than {width}: {wide[0]!r}"
+
+
+def _flat(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_inspect_shows_session_text_as_text_at_every_width(corpus_db: Path) -> None:
+    db = ["--db", str(corpus_db)]
+    session = ["--session", CORPUS_SESSION]
+    for width in WIDTHS:
+        env = {"COLUMNS": str(width)}
+        for extra in ([], [*session], [*session, "--full"], [*session, "--ids"], [*session, "--full", "--ids"]):
+            result = runner.invoke(app, ["inspect", *db, *extra], env=env)
+            assert result.exit_code == 0, (extra, result.output[-2000:])
+            _clean(result.stdout, width, f"inspect {extra} at {width}")
+            _clean(result.stderr, None, f"inspect {extra}'s stderr")
+            if not extra:  # the id is whole on one line, markup and escape shown as typed: it pastes back
+                assert any(visible_line(CORPUS_SESSION) in line for line in result.stdout.splitlines()), result.stdout
+                assert "[red]x[/red]" in _flat(result.stdout), "the agent's name, markup included"
+            if "--full" in extra:
+                for literal in ("[red]x[/red]", "Optional[bool]=None", "additional_metrics[k]=v", "\\x1b[2J"):
+                    assert literal in _flat(result.stdout), (literal, width)
+        listed = runner.invoke(app, ["inspect", *db, "--json"], env=env)
+        _clean(listed.stdout, None, "inspect --json")
+        assert json.loads(listed.stdout)[0]["session_id"] == CORPUS_SESSION, "JSON stays exact"
+    timeline = runner.invoke(app, ["inspect", *db, *session, "--json"])
+    _clean(timeline.stdout, None, "inspect --session --json")
+    assert json.loads(timeline.stdout)["session_id"] == CORPUS_SESSION
+
+
+def test_export_and_eval_write_session_text_exactly_and_safely(corpus_db: Path) -> None:
+    exported = runner.invoke(app, ["export", "--db", str(corpus_db)])
+    assert exported.exit_code == 0, exported.output[-2000:]
+    _clean(exported.stdout.replace("\n", ""), None, "export")
+    messages = [m for line in exported.stdout.splitlines() for m in json.loads(line)["messages"]]
+    stored = full_messages(SqliteDb(db_file=str(corpus_db)), CORPUS_SESSION)
+    assert [m["content"] for m in messages] == [m.content for m in stored], "every byte back, lone surrogates too"
+    assert any("\ud800" in str(m["content"]) for m in messages) and max(len(str(m["content"])) for m in messages) > 2e6
+    table = runner.invoke(app, ["eval", str(corpus_db), "--all", "-b", "3000"], env={"COLUMNS": "60"})
+    assert table.exit_code == 0, table.output[-2000:]
+    _clean(table.stdout, 60, "eval")
+    _clean(table.stderr + exported.stderr, None, "eval's and export's stderr")
+    rows = json.loads(runner.invoke(app, ["eval", str(corpus_db), "--all", "-b", "3000", "--json"]).stdout)["rows"]
+    assert rows[0]["input"] == f"corpus#{CORPUS_SESSION}"
+
+
+def test_an_error_naming_session_text_shows_it_as_text(corpus_db: Path) -> None:
+    result = runner.invoke(app, ["inspect", "--db", str(corpus_db), "--session", CORPUS_SESSION + "\x07?"])
+    assert result.exit_code == 2
+    _clean(result.stderr, None, "error")
+    assert "no session" in result.stderr and "\\x1b[31m" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_inspect_in_a_real_terminal_writes_only_its_own_colours(corpus_db: Path, columns: int) -> None:
+    from tests.terminal import raw_terminal
+
+    shown = raw_terminal(["inspect", "--db", str(corpus_db), "--session", CORPUS_SESSION, "--full", "--ids"], columns)
+    text = SGR.sub("", shown).replace("\r\n", "\n")
+    _clean(text, columns, f"a {columns}-column terminal")
+    assert "[red]x[/red]" in _flat(text) and "fold 1 · before call" in text

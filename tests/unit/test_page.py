@@ -7,6 +7,7 @@ import json
 import re
 from html import unescape
 from html.parser import HTMLParser
+from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,71 @@ def test_every_stored_text_is_escaped(tmp_path: Path) -> None:
     assert "Content-Security-Policy" in page and "script-src" not in page, "and no script may run anyway"
     assert "evil &quot;&lt;b&gt;id&lt;/b&gt;&quot;" in page
     assert "search_folded_history" in page and "Tool outputs shortened in context" in page
+
+
+# --- session text on the page: shown, never acted on; sizes that describe one text ---------------------------------
+
+from agno.models.message import Message  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+
+from agno_compression import full_messages  # noqa: E402
+from agno_compression._messages import message_text  # noqa: E402
+from agno_compression._page import _original  # noqa: E402
+from agno_compression._serve import error_page, index_page  # noqa: E402
+from agno_compression._visible import visible  # noqa: E402
+from agno_compression.tokens import TokenCounter  # noqa: E402
+from tests.scenarios import CORPUS_SESSION  # noqa: E402
+from tests.strategies import HOSTILE_LINE, HOSTILE_TEXT, examples  # noqa: E402
+from tests.unit.test_visible import ACTED_ON  # noqa: E402
+
+
+def _no_raw_control(page: str) -> None:
+    found = ACTED_ON.search(page)
+    assert found is None, f"raw {found.group()!r}: {page[max(0, found.start() - 80) : found.start() + 40]!r}"
+
+
+def test_the_page_holds_no_raw_control_or_bidi_character(corpus_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "corpus.html"
+    result = runner.invoke(app, ["report", "--db", str(corpus_db), "--session", CORPUS_SESSION, "--out", str(out)])
+    assert result.exit_code == 0, result.output[-2000:]
+    page = out.read_text(encoding="utf-8")
+    _no_raw_control(page)
+    text = visible_text(page)
+    assert "exe.<U+202E>txt" in text and "\\x1b[2J" in text and "[red]x[/red]" in text and "<U+D800>" in text
+    assert "s-[bold]b[/bold]-\\x1b[31m-<U+202E>-end" in text, "the session id, shown as typed"
+
+
+def test_a_folded_originals_sizes_describe_one_text(tmp_path: Path) -> None:
+    scenario = hostile_session(str(tmp_path / "hostile.db"))
+    page = report(scenario, tmp_path)
+    stored = {m.id: m for m in full_messages(open_db(scenario.db_file), scenario.session_id)}
+    counter = TokenCounter("gpt-4o")
+    labels = re.findall(r'<li data-message="([^"]+)">.*?<span class="muted">([^<]*)</span>', page)
+    assert labels
+    shortened = 0
+    for message_id, label in labels:
+        m = stored[unescape(message_id)]
+        original = message_text(m, use_compressed_content=False)
+        assert label.startswith(f"{len(original):,} characters · {counter.count_text(original):,} tokens"), label
+        if m.compressed_content is not None and m.compressed_content != m.content:
+            shortened += 1
+            sent = f"shortened in context to {len(m.compressed_content):,} characters · {counter.count_message(m):,}"
+            assert sent in label, label
+    assert shortened >= 1, "the 52 kB output was shortened in context before it was folded"
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(HOSTILE_TEXT, HOSTILE_LINE, HOSTILE_LINE)
+def test_hostile_text_on_a_page_is_shown_as_text(text: str, session_id: str, owner: str) -> None:
+    counter = TokenCounter("gpt-4o")
+    row = {"session_id": session_id, "owner": owner, "request": text, "runs": 1, "folds": 0, "tokens_saved": 0}
+    parts = [
+        _original(Message(role="tool", content=text, tool_name=owner), counter),
+        _original(Message(role="user", content=text * 3), counter),
+        index_page([row], query=text, source=owner),
+        error_page(HTTPStatus.NOT_FOUND, f"no page /{text}"),
+    ]
+    for part in parts:
+        _no_raw_control(part)
+    shown = visible_text(parts[2])
+    assert " ".join(visible(session_id).split()) in shown and " ".join(visible(owner).split()) in shown

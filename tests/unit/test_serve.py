@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -104,6 +105,7 @@ def test_each_session_opens_on_the_page_report_writes(three_sessions: Path, tmp_
 def test_unknown_pages_are_404_and_writes_are_refused(three_sessions: Path) -> None:
     with serving(str(three_sessions)) as base:
         assert get(base + "/session/nope")[0] == 404
+        assert get(base + "/session/%FF%ED%A0%80")[0] == 404, "bytes that are no UTF-8: no such session"
         assert get(base + "/etc/passwd")[0] == 404
         assert get(base + "/", method="POST")[0] == 405
         assert get(base + "/session/ops-review", method="DELETE")[0] == 405
@@ -133,3 +135,109 @@ def test_it_serves_a_postgresql_database(postgres_db: DbTarget) -> None:
         _, listing, _ = get(base + "/")
         assert 'data-session="pg-session"' in listing
         assert get(base + "/session/pg-session")[0] == 200
+
+
+# --- the trust boundary: only this viewer's names, no framing, a log that shows request text as text -------------
+
+import http.client  # noqa: E402
+import socket  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from agno_compression._http import HEADERS  # noqa: E402
+from tests.strategies import HOSTILE_TEXT, examples  # noqa: E402
+from tests.unit.test_visible import ACTED_ON  # noqa: E402
+
+
+def ask(base: str, path: str = "/", host: str | None = "127.0.0.1", method: str = "GET") -> tuple[int, str, Any]:
+    """One request with exactly the ``Host`` header given (``None``: none at all), as curl -H 'Host: ...' sends."""
+    port = int(base.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.putrequest(method, path, skip_host=True)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        answer = conn.getresponse()
+        return answer.status, answer.read().decode("utf-8"), answer.headers
+    finally:
+        conn.close()
+
+
+@contextmanager
+def serving_on(spec: str, host: str) -> Iterator[str]:
+    server = make_server(spec, host=host, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_another_host_name_gets_no_session_data(three_sessions: Path) -> None:
+    with serving(str(three_sessions)) as base:
+        port = base.rsplit(":", 1)[1]
+        for host in ("127.0.0.1", f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", f"[::1]:{port}"):
+            status, page, _ = ask(base, host=host)
+            assert status == 200 and 'data-session="ops-review"' in page, host
+        for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", "", None):
+            for path in ("/", "/session/ops-review", "/?q=ops"):
+                status, page, headers = ask(base, path, host=host)
+                assert status == 421, (host, path, status)
+                assert "ops-review" not in page and "newest" not in page and "data-session" not in page
+                assert headers["X-Frame-Options"] == "DENY"
+        assert ask(base, "/", host="evil.example", method="HEAD")[0] == 421
+
+
+def test_every_answer_cannot_be_framed_sniffed_or_leak_a_referrer(three_sessions: Path) -> None:
+    with serving(str(three_sessions)) as base:
+        answers = [
+            ask(base, "/"),
+            ask(base, "/session/ops-review"),
+            ask(base, "/session/nope"),
+            ask(base, "/", method="POST"),
+            ask(base, "/", host="evil.example"),
+        ]
+        assert [status for status, _, _ in answers] == [200, 200, 404, 405, 421]
+        for _, _, headers in answers:
+            for name, value in HEADERS.items():
+                assert headers[name] == value, name
+            assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+
+
+def test_a_host_option_adds_its_name_and_every_interface_answers_addresses(three_sessions: Path) -> None:
+    with serving_on(str(three_sessions), "localhost") as base:
+        assert ask(base, host="localhost")[0] == 200 and ask(base, host="evil.example")[0] == 421
+    with serving_on(str(three_sessions), "0.0.0.0") as base:
+        assert ask(base, host="192.168.7.20:8321")[0] == 200, "a browser on the network asks by address"
+        assert ask(base, host=socket.gethostname())[0] == 200, "or by this machine's name"
+        assert ask(base, host="evil.example")[0] == 421
+
+
+def _raw_request(base: str, target: bytes) -> None:
+    port = int(base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        while sock.recv(65536):
+            pass
+
+
+def test_the_log_shows_request_text_as_text(three_sessions: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with serving(str(three_sessions)) as base:
+        _raw_request(base, "/\x1b[2J\x1b]0;pwned\x07/exe.\u202etxt/\x9b31m".encode())
+    log = capsys.readouterr().err
+    assert ACTED_ON.search(log) is None, repr(log)
+    assert "\\x1b[2J\\x1b]0;pwned\\x07" in log and "404" in log
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(HOSTILE_TEXT)
+def test_no_request_puts_a_raw_control_in_the_log(
+    three_sessions: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    target = b"/" + text.encode("utf-8", "surrogatepass").replace(b"\r", b"").replace(b"\n", b"").replace(b" ", b"+")
+    with serving(str(three_sessions)) as base:
+        _raw_request(base, target)
+    log = capsys.readouterr().err
+    assert log and ACTED_ON.search(log) is None, repr(log)
