@@ -86,7 +86,7 @@ class CompressionManager(AgnoCompressionManager):
     verbatim_ratio: float = 0.0
     """Share of ``compress_at_tokens`` kept verbatim at a fold: the newest whole steps that fit stay as they were
     (besides the last tool batch, always kept). Higher keeps more of what the next step reads, at more tokens."""
-    max_summary_tokens: int = 1_500
+    max_summary_tokens: int = 1_300
     """Upper bound on a summary's size."""
     min_summary_tokens: int = 200
     """Smallest budget a summary gets, even when the kept messages are large."""

@@ -43,12 +43,12 @@ _SECTION_ORDER = (
     "Steps",
     "Latest state",
 )
-LEDGER_SHARE = 0.25
+LEDGER_SHARE = 0.2
 """Share of a summary's budget the working-state ledger takes before it condenses its commands (its files and tests
 may take more, up to the summary's cap)."""
-READ_SHARE = 0.15
+READ_SHARE = 0.05
 """Share of a summary's budget that what was read may take (after the ledger, before the names in use)."""
-NAMES_SHARE = 0.5
+NAMES_SHARE = 0.65
 """Share of a summary's budget the names in use may take (after what was read, before the steps)."""
 REQUEST_SHARE = 0.25
 """Share of a summary's budget the user requests may take: the first request and the newest that fit stay, the

@@ -154,8 +154,17 @@ class TokenCounter:
 
     @property
     def correction(self) -> float:
-        """The factor applied to counts of a non-exact backend (1.0 until ``calibrate`` is called)."""
-        return 1.0 if self.exact else self._correction
+        """The factor applied to counts of a non-exact backend (1.0 until ``calibrate`` is called).
+
+        A real tokenizer that is not the provider's own (o200k for a Claude model) is scaled up when the provider
+        counts more, never down: the provider's counts wander a few percent around it from call to call, and the
+        budget must hold in both counts. Only the estimate is scaled down as well.
+        """
+        if self.exact:
+            return 1.0
+        if self._correction < 1.0 and not isinstance(self.backend, EstimateBackend):
+            return 1.0
+        return self._correction
 
     def _auto_backend(self) -> TextCounter:
         encoding = encoding_for_model(self.model)
@@ -204,7 +213,7 @@ class TokenCounter:
     def _corrected(self, raw: int) -> int:
         if raw <= 0 or self.exact:
             return raw
-        return max(1, round(raw * self._correction))
+        return max(1, round(raw * self.correction))
 
     # counting
     def count_text(self, text: str) -> int:
@@ -374,7 +383,8 @@ class TokenCounter:
         if not (estimated > 0 and reported > 0 and math.isfinite(estimated) and math.isfinite(reported)):
             return self._correction
         with self._lock:
-            target = min(4.0, max(0.25, self._correction * reported / estimated))
+            # the estimate was made with the factor applied then: the learned ratio is the provider's to the raw count
+            target = min(4.0, max(0.25, self.correction * reported / estimated))
             if self._calibrations == 0:
                 self._correction = target
             else:

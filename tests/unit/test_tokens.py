@@ -720,6 +720,16 @@ def test_calibration_moves_by_an_exponential_ratio_and_ignores_bad_input() -> No
     assert counter.count_text(EN_PROSE) == base
 
 
+def test_a_real_tokenizer_is_scaled_up_by_calibration_never_down() -> None:
+    counter = TokenCounter("claude-sonnet-4-5")  # o200k, not Anthropic's own tokenizer
+    assert not counter.exact
+    raw = counter.count_text(EN_PROSE)
+    counter.calibrate(1_000, 970)  # the provider counted a little less: the budget still holds in o200k
+    assert counter.correction == 1.0 and counter.count_text(EN_PROSE) == raw
+    counter.calibrate(1_000, 1_100)  # more: counts follow the provider's
+    assert counter.correction > 1.0 and counter.count_text(EN_PROSE) > raw
+
+
 def test_calibration_has_no_effect_on_exact_backends() -> None:
     counter = _exact()
     before = counter.count_text(EN_PROSE)
