@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._raw import Raw, Run, raw_message, text, tool_call, tool_result
+from ._raw import Raw, Run, merge_consecutive_user, raw_message, text, tool_call, tool_result
 
 _CONVERSATION = {"user", "assistant"}
 """Record types that are part of the conversation; the rest (summary, system, progress, file-history-snapshot,
@@ -135,4 +135,4 @@ def claude_code_runs(data: list[Raw]) -> list[Run]:
     """
     main = [r for r in data if not _is_sidechain(r)]
     records = main if any(r.get("type") in _CONVERSATION for r in main) else data
-    return [("0", _messages(records))]
+    return [("0", merge_consecutive_user(_messages(records)))]

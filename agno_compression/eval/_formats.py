@@ -17,6 +17,7 @@ from ._raw import Raw, Run, raw_message, skipped_roles
 from ._raw import text as _text
 from ._raw import tool_call as _call
 from ._raw import tool_result as _tool_result
+from ._responses import is_responses, responses_runs
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # OpenHands events that are bookkeeping, not part of the conversation.
@@ -306,6 +307,7 @@ CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
     "openai-chat": _openai_runs,
     "claude-code": claude_code_runs,
     "gemini-cli": gemini_cli_runs,
+    "openai-responses": responses_runs,
 }
 
 
@@ -320,6 +322,8 @@ def detect(data: Any) -> str:
         return "claude-code"
     if is_gemini_cli(data):
         return "gemini-cli"
+    if is_responses(data):
+        return "openai-responses"
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         first = data[0]
         if "traj" in first:
@@ -341,5 +345,5 @@ def detect(data: Any) -> str:
             return "openai-chat"
     raise ValueError(
         "unrecognised structure (not tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents, OpenAI chat, "
-        "Claude Code or Gemini CLI)"
+        "Claude Code, Gemini CLI or OpenAI Responses items / Codex rollout)"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._raw import Raw, Run, raw_message, text, tool_call, tool_result
+from ._raw import Raw, Run, merge_consecutive_user, raw_message, text, tool_call, tool_result
 
 _SPOKEN = {"user", "gemini"}
 _NOTICES = {"info", "error", "warning"}
@@ -125,4 +125,4 @@ def gemini_cli_runs(data: Any) -> list[Run]:
                 if call.get("result") is None and call.get("resultDisplay") is None:
                     continue  # never answered (cancelled before it ran)
                 messages.append(tool_result(call.get("id"), output, call.get("name"), error=error))
-    return [("0", messages)]
+    return [("0", merge_consecutive_user(messages))]

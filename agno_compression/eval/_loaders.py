@@ -28,6 +28,12 @@ content. Supported formats:
   ``user`` prompts, ``gemini`` turns whose ``toolCalls`` carry their own results (``functionResponse``
   output, a failed call kept as ``tool_call_error``); ``thoughts`` and the CLI's info/error/warning notices
   are left out.
+* **openai-responses** – OpenAI Responses API items (a JSON list, ``{"input": [...]}``, or JSONL), bare or as an
+  OpenAI Codex CLI rollout (``rollout-*.jsonl``: ``response_item`` records). ``message`` items become messages,
+  ``function_call`` / ``custom_tool_call`` (Codex's ``apply_patch``, its text as ``{"input": ...}``) /
+  ``local_shell_call`` items the calls of one assistant message until a result comes, ``*_output`` items their
+  results (Codex's JSON-wrapped shell output unwrapped); ``reasoning`` items and the rollout's bookkeeping are left
+  out, the session's ``instructions`` become the system message.
 
 In every chat-shaped format a message whose role is none of system/developer/user/assistant/tool is
 skipped, with one warning per file naming the roles, rather than failing the file.
@@ -77,7 +83,7 @@ class Trajectory:
 
     Attributes:
         source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"``, ``"mini-swe-agent"``,
-            ``"openai-chat"``, ``"claude-code"`` or ``"gemini-cli"``.
+            ``"openai-chat"``, ``"claude-code"``, ``"gemini-cli"`` or ``"openai-responses"``.
         name: ``"<file stem>#<run id or index>"``, unique within its file.
         messages: system (if any), user, assistant (``tool_calls`` in OpenAI shape) and tool
             (``tool_call_id``, ``tool_name``) messages with ``str`` content.

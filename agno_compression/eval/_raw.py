@@ -47,3 +47,16 @@ def tool_result(call_id: Any, content: Any, tool_name: Any = None, error: bool =
     """A raw tool-result message; ``error`` marks a result the recording flags as a failed call."""
     extra = {"tool_call_error": True} if error else {}
     return raw_message("tool", content, tool_call_id=str(call_id), tool_name=tool_name, **extra)
+
+
+def merge_consecutive_user(messages: list[Raw]) -> list[Raw]:
+    """Consecutive user messages as one, as the client sent them in one request (a caveat and a command, an
+    interrupt notice and the next prompt): replayed apart, each would start a run the model never answered."""
+    out: list[Raw] = []
+    for message in messages:
+        previous = out[-1] if out else None
+        if previous is not None and message["role"] == "user" and previous["role"] == "user" and len(message) == 2:
+            previous["content"] = "\n\n".join(part for part in (previous["content"], message["content"]) if part)
+            continue
+        out.append(dict(message) if message["role"] == "user" else message)
+    return out

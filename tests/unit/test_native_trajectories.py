@@ -106,18 +106,8 @@ def test_claude_code_session(tmp_path: Path) -> None:
     [trajectory] = load_trajectories(write_jsonl(tmp_path, "session.jsonl", claude_code_session()))
     assert trajectory.source == "claude-code" and trajectory.name == "session#0"
     messages = trajectory.messages
-    assert [m.role for m in messages] == [
-        "user",
-        "assistant",
-        "tool",
-        "tool",
-        "assistant",
-        "tool",
-        "tool",
-        "user",
-        "user",
-        "assistant",
-    ]
+    roles = ["user", "assistant", "tool", "tool", "assistant", "tool", "tool", "user", "assistant"]
+    assert [m.role for m in messages] == roles
     assert messages[1].content == "I'll read the file first."  # thinking dropped, the response's records merged
     assert calls_of(messages[1]) == [
         ("toolu_1", "Read", {"file_path": "/repo/app.py"}),
@@ -131,10 +121,8 @@ def test_claude_code_session(tmp_path: Path) -> None:
     assert (messages[3].content, messages[3].tool_call_error) == ("Permission denied", True)
     assert [c[1] for c in calls_of(messages[4])] == ["Write", "Bash"] and messages[4].content == ""
     assert messages[6].content == "1 passed\n[image: image/png]"
-    assert [messages[7].content, messages[8].content] == [
-        "[Request interrupted by user]",
-        "Here is the screenshot\n[image: image/jpeg]",
-    ]
+    # the interrupt notice and the next prompt went to the model as one user turn
+    assert messages[7].content == "[Request interrupted by user]\n\nHere is the screenshot\n[image: image/jpeg]"
     assert "subagent notes" not in json.dumps([m.content for m in messages])
     assert_valid(trajectory)
 
@@ -292,6 +280,71 @@ def test_gemini_cli_jsonl_keeps_the_last_copy_of_a_message(tmp_path: Path) -> No
     assert trajectory.source == "gemini-cli"
     assert [m.role for m in trajectory.messages] == ["user", "assistant", "tool", "tool", "assistant"]
     assert_valid(trajectory)
+
+
+# --------------------------------------------------------------------------- OpenAI Responses items / Codex rollouts
+
+
+def codex_rollout() -> list[dict[str, Any]]:
+    def item(payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": "2026-01-01T00:00:00Z", "type": "response_item", "payload": payload}
+
+    def message(role: str, kind: str, body: str) -> dict[str, Any]:
+        return item({"type": "message", "role": role, "content": [{"type": kind, "text": body}]})
+
+    shell_output = json.dumps({"output": SOURCE, "metadata": {"exit_code": 0, "duration_seconds": 0.1}})
+    patch = "*** Begin Patch\n*** Update File: app.py\n-toml\n+json\n*** End Patch"
+    return [
+        {"type": "session_meta", "payload": {"id": "c1", "cwd": "/repo", "instructions": "You are Codex."}},
+        message("user", "input_text", "<environment_context><cwd>/repo</cwd></environment_context>"),
+        message("user", "input_text", "Make main() read settings.json"),
+        {"type": "turn_context", "payload": {"model": "gpt-5-codex"}},
+        item({"type": "reasoning", "summary": [], "encrypted_content": "gAAAA"}),
+        message("assistant", "output_text", "Reading both files."),
+        item(
+            {"type": "function_call", "name": "shell", "arguments": '{"command": ["cat", "app.py"]}', "call_id": "c_1"}
+        ),
+        item({"type": "function_call", "name": "shell", "arguments": '{"command": ["ls"]}', "call_id": "c_2"}),
+        item({"type": "function_call_output", "call_id": "c_1", "output": shell_output}),
+        item({"type": "function_call_output", "call_id": "c_2", "output": "app.py\nsettings.json"}),
+        {"type": "event_msg", "payload": {"type": "token_count"}},
+        item(
+            {"type": "custom_tool_call", "name": "apply_patch", "input": patch, "call_id": "c_3", "status": "completed"}
+        ),
+        item({"type": "custom_tool_call_output", "call_id": "c_3", "output": "Success. Updated: M app.py"}),
+        message("assistant", "output_text", "main() now reads settings.json."),
+    ]
+
+
+def test_codex_rollout(tmp_path: Path) -> None:
+    [trajectory] = load_trajectories(write_jsonl(tmp_path, "rollout-2026-01-01T00-00-00-c1.jsonl", codex_rollout()))
+    assert trajectory.source == "openai-responses"
+    messages = trajectory.messages
+    assert [m.role for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert messages[0].content == "You are Codex."
+    assert messages[1].content.endswith("\n\nMake main() read settings.json")  # one request, one user turn
+    assert [c[0] for c in calls_of(messages[2])] == ["c_1", "c_2"] and messages[2].content == "Reading both files."
+    assert (messages[3].content, messages[3].tool_name) == (SOURCE, "shell")  # Codex's JSON wrapper unwrapped
+    assert calls_of(messages[5]) == [("c_3", "apply_patch", {"input": codex_rollout()[11]["payload"]["input"]})]
+    assert_valid(trajectory)
+
+
+def test_bare_responses_items(tmp_path: Path) -> None:
+    items = [r["payload"] for r in codex_rollout() if r["type"] == "response_item"]
+    for name, data in [("items.json", items), ("request.json", {"model": "gpt-5", "input": items})]:
+        [trajectory] = load_trajectories(write_json(tmp_path, name, data))
+        assert trajectory.source == "openai-responses"
+        assert [m.role for m in trajectory.messages][:3] == ["user", "assistant", "tool"]
+        assert_valid(trajectory)
 
 
 # --------------------------------------------------------------------------- through the replay
