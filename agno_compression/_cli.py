@@ -119,8 +119,8 @@ def eval_command(
         list[str],
         typer.Argument(
             help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, "
-            "mini-swe-agent, TapeAgents, Claude Code, Gemini CLI), agno session databases (SQLite files or "
-            "SQLAlchemy URLs)."
+            "mini-swe-agent, TapeAgents, Claude Code, Gemini CLI, OpenAI Responses / Codex), agno session databases "
+            "(SQLite files or SQLAlchemy URLs)."
         ),
     ],
     summarizer: Annotated[
