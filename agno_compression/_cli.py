@@ -149,7 +149,8 @@ def eval_command(
         list[str],
         typer.Argument(
             help="Trajectory files or folders (OpenAI chat JSON/JSONL, tau-bench, OpenHands, SWE-agent, "
-            "mini-swe-agent, TapeAgents), agno session databases (SQLite files, JsonDb folders or URLs, as --db)."
+            "mini-swe-agent, TapeAgents, Claude Code, Gemini CLI, OpenAI Responses / Codex), agno session databases "
+            "(SQLite files, JsonDb folders or URLs, as --db)."
         ),
     ],
     summarizer: Annotated[

@@ -7,16 +7,17 @@ The formats themselves are described in the docstring of ``agno_compression.eval
 
 from __future__ import annotations
 
-import json
-import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-Raw = dict[str, Any]
-"""An OpenAI-shaped message dict: role, content, and tool_calls / tool_call_id / tool_name."""
-Run = tuple[str, list[Raw]]
-"""A run id (unique within its file) and its messages."""
+from ._claude_code import claude_code_runs, is_claude_code
+from ._gemini_cli import gemini_cli_runs, is_gemini_cli
+from ._raw import Raw, Run, raw_message, skipped_roles
+from ._raw import text as _text
+from ._raw import tool_call as _call
+from ._raw import tool_result as _tool_result
+from ._responses import is_responses, responses_runs
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
 # OpenHands events that are bookkeeping, not part of the conversation.
@@ -26,41 +27,6 @@ _OH_SKIPPED_OBSERVATIONS = {"null", "agent_state_changed", "recall"}
 # and arguments that are OpenHands bookkeeping rather than what the model passed.
 _OH_META = {"id", "timestamp", "source", "message", "action", "cause", "tool_call_metadata", "llm_metrics", "timeout"}
 _OH_NOT_ARGS = {"thought", "action_risk", "is_confirmed", "confirmation_state", "security_risk", "impl_source"}
-
-# Roles skipped while converting the current file (per thread): ``_loaders`` sets the counter and warns once per file.
-skipped_roles = threading.local()
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _text(value: Any) -> str:
-    """Message content as ``str``: text parts are joined, other non-strings JSON-encoded."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(p, dict) and p.get("type") == "text" for p in value):
-        return "\n".join(_text(p.get("text")) for p in value)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _call(call_id: Any, name: Any, arguments: Any) -> Raw:
-    """A tool call in OpenAI shape (arguments as a JSON string)."""
-    if not call_id or not name:
-        raise ValueError(f"tool call without id or name: {call_id!r} {name!r}")
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
-    return {"id": str(call_id), "type": "function", "function": {"name": str(name), "arguments": args}}
-
-
-def raw_message(role: str, content: Any, **extra: Any) -> Raw:
-    """A raw message with ``str`` content."""
-    return {"role": role, "content": _text(content), **extra}
-
-
-def _tool_result(call_id: Any, content: Any, tool_name: Any = None) -> Raw:
-    """A raw tool-result message."""
-    return raw_message("tool", content, tool_call_id=str(call_id), tool_name=tool_name)
 
 
 # --------------------------------------------------------------------------- openai chat (also tau-bench, swe-agent)
@@ -339,6 +305,9 @@ CONVERTERS: dict[str, Callable[[Any], list[Run]]] = {
     "tapeagents": _tapeagents_runs,
     "mini-swe-agent": _mini_swe_agent_runs,
     "openai-chat": _openai_runs,
+    "claude-code": claude_code_runs,
+    "gemini-cli": gemini_cli_runs,
+    "openai-responses": responses_runs,
 }
 
 
@@ -349,6 +318,12 @@ def _is_chat(items: Any) -> bool:
 
 def detect(data: Any) -> str:
     """The format of parsed file content; ``ValueError`` when it is none of the known ones."""
+    if is_claude_code(data):
+        return "claude-code"
+    if is_gemini_cli(data):
+        return "gemini-cli"
+    if is_responses(data):
+        return "openai-responses"
     if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
         first = data[0]
         if "traj" in first:
@@ -369,5 +344,6 @@ def detect(data: Any) -> str:
         if _is_chat(data.get("messages")):
             return "openai-chat"
     raise ValueError(
-        "unrecognised structure (not tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents or OpenAI chat)"
+        "unrecognised structure (not tau-bench, OpenHands, SWE-agent, mini-swe-agent, TapeAgents, OpenAI chat, "
+        "Claude Code, Gemini CLI or OpenAI Responses items / Codex rollout)"
     )

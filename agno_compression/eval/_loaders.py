@@ -16,6 +16,24 @@ content. Supported formats:
   system/user/assistant messages (actions as ```bash blocks in the assistant text, observations as user
   messages), ending with a ``role="exit"`` record, which is not part of the conversation and is dropped.
 * **openai-chat** – a JSON list of chat messages or an object with a ``messages`` list.
+* **claude-code** – a Claude Code session file (``~/.claude/projects/<project>/<session>.jsonl``) or the
+  output of ``claude -p --output-format stream-json``: JSONL records whose ``message`` is an Anthropic message.
+  The records of one model response (one per content block, same ``message.id``) form one assistant message,
+  ``tool_use`` blocks its calls and ``tool_result`` blocks their results (``is_error`` kept as
+  ``tool_call_error``); thinking blocks and bookkeeping records (summaries, snapshots, progress, hooks) are left
+  out; images and documents become a one-line description. A subagent's records inside a session file
+  (``isSidechain``) are left out, as the main agent never saw them; a file of them alone (``agent-*.jsonl``)
+  is the subagent's run.
+* **gemini-cli** – a Gemini CLI session (``~/.gemini/tmp/<project>/chats/session-*.json``, or its JSONL form):
+  ``user`` prompts, ``gemini`` turns whose ``toolCalls`` carry their own results (``functionResponse``
+  output, a failed call kept as ``tool_call_error``); ``thoughts`` and the CLI's info/error/warning notices
+  are left out.
+* **openai-responses** – OpenAI Responses API items (a JSON list, ``{"input": [...]}``, or JSONL), bare or as an
+  OpenAI Codex CLI rollout (``rollout-*.jsonl``: ``response_item`` records). ``message`` items become messages,
+  ``function_call`` / ``custom_tool_call`` (Codex's ``apply_patch``, its text as ``{"input": ...}``) /
+  ``local_shell_call`` items the calls of one assistant message until a result comes, ``*_output`` items their
+  results (Codex's JSON-wrapped shell output unwrapped); ``reasoning`` items and the rollout's bookkeeping are left
+  out, the session's ``instructions`` become the system message.
 
 In every chat-shaped format a message whose role is none of system/developer/user/assistant/tool is
 skipped, with one warning per file naming the roles, rather than failing the file.
@@ -42,13 +60,15 @@ from typing import Any
 from agno.models.message import Message
 
 from .._exceptions import ConfigError
-from ._formats import CONVERTERS, Raw, detect, raw_message, skipped_roles
+from ._formats import CONVERTERS, detect
+from ._raw import Raw, raw_message, skipped_roles
 
 __all__ = ["Trajectory", "TrajectoryFormatError", "iter_shared_trajectories", "load_trajectories"]
 
 _SHARED_FOLDERS = ("tau-bench", "openhands", "swe-agent", "tapeagents")
 _SUFFIXES = {".json", ".jsonl", ".traj"}
-_SKIPPED_STEMS = {"license", "source", "config", "readme"}
+# metadata.json: checkpoint tools (Entire) store one beside each transcript
+_SKIPPED_STEMS = {"license", "source", "config", "readme", "metadata"}
 
 log = logging.getLogger("agno_compression")
 
@@ -62,8 +82,8 @@ class Trajectory:
     """One recorded agent run as agno messages.
 
     Attributes:
-        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"``, ``"mini-swe-agent"`` or
-            ``"openai-chat"``.
+        source: ``"tau-bench"``, ``"openhands"``, ``"swe-agent"``, ``"tapeagents"``, ``"mini-swe-agent"``,
+            ``"openai-chat"``, ``"claude-code"``, ``"gemini-cli"`` or ``"openai-responses"``.
         name: ``"<file stem>#<run id or index>"``, unique within its file.
         messages: system (if any), user, assistant (``tool_calls`` in OpenAI shape) and tool
             (``tool_call_id``, ``tool_name``) messages with ``str`` content.
@@ -187,7 +207,7 @@ def _load_file(path: Path) -> list[Trajectory]:
 
 
 def _trajectory_files(directory: Path) -> list[Path]:
-    """Trajectory files under ``directory`` (recursively, sorted), without licence/source/config files."""
+    """Trajectory files under ``directory`` (recursively, sorted), without licence/source/config/metadata files."""
     return sorted(
         p
         for p in directory.rglob("*")
@@ -199,7 +219,7 @@ def load_trajectories(path: str | os.PathLike[str]) -> list[Trajectory]:
     """Load recorded runs from one file or, recursively, a directory.
 
     The format of each file is detected from its content. In a directory only ``.json``,
-    ``.jsonl`` and ``.traj`` files are read (``LICENSE``, ``SOURCE.txt``, config files skipped).
+    ``.jsonl`` and ``.traj`` files are read (``LICENSE``, ``SOURCE.txt``, config and metadata files skipped).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.

@@ -20,6 +20,7 @@ def test_the_cookbook_has_the_promised_examples() -> None:
         "team.py",
         "export_training_data.py",
         "competitor_analysis.py",
+        "file_agent.py",
     } <= set(EXAMPLES)
 
 
@@ -88,3 +89,30 @@ def test_export_training_data_says_it_rebuilds_the_long_tool_loop_database(tmp_p
     stdout = _run("export_training_data.py", tmp_path)
     first = stdout.splitlines()[0]
     assert first.startswith(f"Rebuilding {tmp_path / 'long_tool_loop.db'}") and "replaces" in first
+
+
+def test_file_agent_reads_whole_files_rewrites_one_and_runs_a_command_across_folds(tmp_path: Path) -> None:
+    stdout = _run("file_agent.py", tmp_path)
+    tools = next(line for line in stdout.splitlines() if line.startswith("Model calls: 12; tools: "))
+    assert tools.split("tools: ")[1].split(", ") == [
+        "list_files",
+        *["read_file"] * 6,
+        "search_content",
+        "save_file",
+        "run_shell_command",
+        "save_file",
+    ]
+    assert 'shell.py: __all__ = ["ShellTools"]; NOTES.md written: True' in stdout
+
+    from agno.db.sqlite import SqliteDb
+
+    from agno_compression import SQLAlchemyStore
+
+    db = SqliteDb(db_file=str(tmp_path / "file_agent.db"))
+    session = db.get_sessions()[0]
+    events = SQLAlchemyStore.for_agno_db(db).events(session.session_id)  # type: ignore[union-attr]
+    assert events, "the whole-file reads fold before the agent writes"
+    folded = {message_id for event in events for message_id in event.folded_ids}
+    runs = session.runs or []  # type: ignore[union-attr]
+    reads = [m.id for r in runs for m in r.messages or [] if m.role == "tool" and m.tool_name == "read_file"]
+    assert set(reads) & folded, "some whole-file reads were folded"
