@@ -124,6 +124,8 @@ class Billed:
     acted: frozenset[str] = frozenset()
     final_text: str = ""
     errors: int = 0
+    price: Any = None
+    """The price model the server billed with (the setting's model's row)."""
     growth: list[int] = field(default_factory=list)
     """Per call, the tokens the prompt grew by since the previous call (for the baseline's floor)."""
 
@@ -262,6 +264,7 @@ def replay(
         acted=frozenset(acted_on_facts(m for p in prompts for m in p)),
         final_text=last_prompt_text(prompts),
         errors=errors,
+        price=calls[0].price if calls else None,
         growth=[max(0, b - a) for a, b in zip([0, *sizes], sizes, strict=False)],
     )
 
@@ -350,7 +353,9 @@ def section(results: Sequence[Billed], thresholds: Sequence[int], command: str) 
         "though it was the same as the previous call's (a call that folds new history into the history summary "
         "changes it, and is counted apart as **history re-folded**); **tool changes**: calls whose tool list "
         "differed from the previous call's. **Floor**: what the baseline's calls cost had each paid only for "
-        f"writing what it added (reads free): no strategy that sends every new tool output once goes below it. "
+        "writing what it added (reads free): no strategy that sends every new tool output once goes below it; "
+        "**of which** splits each bill into cache reads, cache writes and uncached input (each ÷ the baseline): "
+        "what is above the floor is reads of the kept prompt and rewrites after folds. "
         f"`{command}`.",
         "",
     ]
@@ -368,9 +373,10 @@ def section(results: Sequence[Billed], thresholds: Sequence[int], command: str) 
             "",
             f"Floor: {floor_share:.2f} of the baseline.",
             "",
-            "| threshold | setting | billed ÷ baseline | runs above | calls > T | peak tokens | prefix misses | "
-            "history re-folded | tool changes | next-step grounding | acted-on facts at end |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| threshold | setting | billed ÷ baseline | of which reads · writes · uncached | runs above | calls > T | "
+            "peak tokens | prefix misses | history re-folded | tool changes | next-step grounding | "
+            "acted-on facts at end |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for threshold in thresholds:
             for setting in (s for s in SETTINGS if s.group == group):
@@ -392,8 +398,16 @@ def section(results: Sequence[Billed], thresholds: Sequence[int], command: str) 
                 kept, of = sum(k for k, _ in acted), sum(t for _, t in acted)
                 grounded = sum(r.grounded for r in rows.values())
                 needed = sum(r.grounding_total for r in rows.values())
+                price = next(iter(rows.values())).price
+                parts = (
+                    sum(r.read for r in rows.values()) * price.read_rate,
+                    sum(r.written for r in rows.values()) * price.write_rate,
+                    sum(r.uncached for r in rows.values()),
+                )
+                split = " · ".join(_ratio(part, against) for part in parts)
                 out.append(
-                    f"| {threshold // 1000}k | {setting.name} | {_ratio(billed, against)} | {above}/{len(rows)} | "
+                    f"| {threshold // 1000}k | {setting.name} | {_ratio(billed, against)} | {split} | "
+                    f"{above}/{len(rows)} | "
                     f"{sum(r.over(threshold) for r in rows.values())} | "
                     f"{max(r.peak for r in rows.values()):,} | {sum(r.prefix_misses for r in rows.values())} | "
                     f"{sum(r.history_refolds for r in rows.values())} | {sum(r.tool_changes for r in rows.values())} | "
