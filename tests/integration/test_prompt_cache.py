@@ -135,6 +135,46 @@ def test_after_the_first_call_every_call_reads_the_kept_prefix(
     assert all(len(markers(c)) <= 4 for c in calls)
 
 
+def claude_on(platform: str, server: AnthropicServer) -> Any:
+    """agno's Claude class of ``platform``, its SDK client pointed at the loopback server (offline credentials)."""
+    if platform == "vertex":
+        from agno.models.vertexai.claude import Claude as VertexClaude
+
+        return VertexClaude(
+            id="claude-sonnet-4-5@20250929",
+            region="us-east5",
+            project_id="offline",
+            base_url=f"{server.url}/v1",
+            client_params={"access_token": "offline"},
+        )
+    if platform == "bedrock":
+        from agno.models.aws.claude import Claude as BedrockClaude
+
+        return BedrockClaude(
+            id="anthropic.claude-sonnet-4-5-20250929-v1:0",
+            aws_access_key="offline",
+            aws_secret_key="offline",
+            aws_region="us-east-1",
+            client_params={"base_url": server.url},
+        )
+    return claude(server)
+
+
+# Bedrock streams in AWS's binary event-stream encoding, which the loopback server does not speak: sync and async
+@pytest.mark.parametrize(
+    ("platform", "mode"), [("vertex", "sync"), ("vertex", "async-stream"), ("bedrock", "sync"), ("bedrock", "async")]
+)
+def test_the_bedrock_and_vertex_claude_classes_get_the_same_breakpoints(
+    tmp_path: Path, anthropic: AnthropicServer, platform: str, mode: str
+) -> None:
+    manager = CompressionManager(compress_at_tokens=4_000)
+    output = run_in_mode(agent(tmp_path, claude_on(platform, anthropic), manager), TASK, mode)
+    assert output.status.value == "COMPLETED" and manager.stats["folds"] >= 2
+    calls = anthropic.calls
+    assert all(markers(c) for c in calls) and all(len(markers(c)) <= 4 for c in calls)
+    assert all(calls[i].usage.read >= kept_prefix(calls[i]) for i in range(1, len(calls)))
+
+
 def test_fold_calls_read_the_kept_prefix_where_automatic_caching_alone_does_not(tmp_path: Path) -> None:
     billed = {}
     for caching in (True, False):
