@@ -240,7 +240,8 @@ def test_with_prompt_caching_off_a_run_that_never_folds_sends_what_agno_sends(tm
     assert bodies[0] == bodies[1]
 
 
-def test_a_team_leader_and_its_members_get_breakpoints(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async-stream"])
+def test_a_team_leader_and_its_members_get_breakpoints(tmp_path: Path, mode: str) -> None:
     with AnthropicServer(Loop(reads=10)) as server:
         member = Agent(name="reader", model=claude(server), tools=[read_file], system_message=SYSTEM, telemetry=False)
         team = Team(
@@ -253,7 +254,7 @@ def test_a_team_leader_and_its_members_get_breakpoints(tmp_path: Path) -> None:
             tools=[read_file],
         )
         CompressionManager(compress_at_tokens=4_000).attach(team)
-        run_in_mode(team, TASK, "sync")
+        run_in_mode(team, TASK, mode)
         assert all(c.error is None for c in server.calls)
         assert sum(1 for c in server.calls if markers(c)) >= len(server.calls) - 1
 
@@ -397,3 +398,15 @@ def test_evaluate_bills_the_replays_through_the_provider() -> None:
     assert row.provider == "anthropic" and row.folds >= 1
     assert 0 < row.billed < row.billed_uncompressed
     assert row.to_dict()["billed_ratio"] == pytest.approx(row.billed / row.billed_uncompressed)
+
+
+def test_gemini_requests_are_left_as_agno_builds_them() -> None:
+    """Gemini's implicit cache needs a stable leading part, which the fold keeps: nothing to add, nothing wrapped."""
+    from agno.models.google import Gemini
+
+    from agno_compression._prompt_cache import guard_prompt_cache
+
+    model = Gemini(id="gemini-2.5-flash", api_key="offline")
+    before = dict(vars(model))
+    guard_prompt_cache(model)
+    assert {k: v for k, v in vars(model).items() if not k.startswith("_agno_compression")} == before
