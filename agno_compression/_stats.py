@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
     from .pricing import PriceModel
 
-COUNTED_CALLS = 4_096
-"""Model calls whose usage is remembered as counted (a paused run is counted when it pauses, not again)."""
+COUNTED_CALLS = 1_024
+"""Model calls whose usage is remembered as counted (a paused run is counted when it pauses, not again when it
+continues). Kept as hashes of the message ids, so the memory this takes levels off early in a long session."""
 
 STATS_KEYS: tuple[str, ...] = (
     "folds",
@@ -52,7 +53,7 @@ class Stats(dict[str, Any]):
 
     def __init__(self, initial: dict[str, Any] | None = None) -> None:
         super().__init__(initial or {})
-        self._counted: OrderedDict[str, None] = OrderedDict()
+        self._counted: OrderedDict[int, None] = OrderedDict()
         self._lock = threading.Lock()
         for key in STATS_KEYS:
             self.setdefault(key, 0)
@@ -69,14 +70,14 @@ class Stats(dict[str, Any]):
             if m.role != "assistant" or m.from_history or m.metrics is None:
                 continue
             usage = reported_usage(m.metrics, price)
-            if not usage.prompt or not self._first_time(m.id or str(id(m))):
+            if not usage.prompt or not self._first_time(hash(m.id) if m.id else id(m)):
                 continue
             self.add("prompt_tokens", usage.prompt)
             self.add("cache_read_tokens", usage.read)
             self.add("cache_write_tokens", usage.written + usage.written_long)
             self.add("billed_input_tokens", round(usage.billed(price)))
 
-    def _first_time(self, key: str) -> bool:
+    def _first_time(self, key: int) -> bool:
         with self._lock:
             if key in self._counted:
                 return False
