@@ -34,9 +34,9 @@ from ._databases import (
     source_label,
 )
 from ._exceptions import ConfigError
-from ._page import plural
 from ._visible import json_text, visible_line
 from .eval import Trajectory, load_trajectories
+from .viewer._page import plural
 
 app = typer.Typer(
     name="agno-compression",
@@ -247,7 +247,7 @@ def inspect_command(
 
 def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
     from ._inspect import session_list
-    from ._report import session_rows
+    from .viewer._report import session_rows
 
     rows = session_rows(handle)
     if as_json:
@@ -263,7 +263,7 @@ def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, a
     from ._inspect import run_view
     from ._sessions import records_of_run, session_runs
     from ._stores import store_for
-    from ._timeline import fold_reason
+    from .viewer._timeline import fold_reason
 
     found = _session(handle, session, db)
     store = store_for(handle)
@@ -361,7 +361,7 @@ def report_command(
     schema: SchemaOption = None,
 ) -> None:
     """Write a session's page: prompt size per model call, each fold where it happened, what it folded and why."""
-    from ._report import report_page
+    from .viewer._report import report_page
 
     _output_file("--out", out)  # a directory is named as one, whatever its name ends in
     if out.suffix.lower() not in (".html", ".htm"):
@@ -388,7 +388,7 @@ def serve_command(
     schema: SchemaOption = None,
 ) -> None:
     """Browse a database's sessions in a web browser: a searchable list, newest first, and each session's page."""
-    from ._serve import serve
+    from .viewer._serve import serve
 
     _text_option("--schema", schema)
     _text_option("--host", host)

@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "tools",
         frozenset({"_cli", "_databases", "eval", "testing", "__main__", "__init__"})
-        | {"_timeline", "_chart", "_page", "_report", "_serve", "_visible", "_inspect", "_http"},
+        | {"viewer", "_visible", "_inspect"},
     ),
 )
 """Each layer's top-level modules and subpackages, lowest first."""

@@ -12,8 +12,15 @@ PUBLIC = set(agno_compression.__all__)
 
 
 def test_all_is_complete_and_importable() -> None:
-    # subpackages, attributes of the package once imported: token counting, prices, test helpers, the eval tools
-    public = {n for n in dir(agno_compression) if not n.startswith("_")} - {"testing", "tokens", "pricing", "eval"}
+    # subpackages, attributes of the package once imported: token counting, prices, test helpers, the eval tools,
+    # the session viewer
+    public = {n for n in dir(agno_compression) if not n.startswith("_")} - {
+        "testing",
+        "tokens",
+        "pricing",
+        "eval",
+        "viewer",
+    }
     exported = set(agno_compression.__all__) - {"__version__"}
     assert public == exported, (public - exported, exported - public)
     for name in agno_compression.__all__:

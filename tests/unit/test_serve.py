@@ -19,8 +19,8 @@ from agno.db.sqlite import SqliteDb
 from typer.testing import CliRunner
 
 from agno_compression._cli import app
-from agno_compression._serve import make_server
 from agno_compression.testing import Reply, ScriptedModel
+from agno_compression.viewer._serve import make_server
 from tests.helpers import DbTarget
 from tests.scenarios import multi_run_session
 
@@ -144,7 +144,7 @@ import socket  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from agno_compression._http import HEADERS  # noqa: E402
+from agno_compression.viewer._http import HEADERS  # noqa: E402
 from tests.strategies import HOSTILE_TEXT, examples  # noqa: E402
 from tests.unit.test_visible import ACTED_ON  # noqa: E402
 

@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import typer
 
-from ._databases import close_db, fail, open_db, reading, source_label
+from .._databases import close_db, fail, open_db, reading, source_label
+from .._visible import visible_line
 from ._http import HEADERS, REFUSED, WILDCARDS, allowed_hosts, host_allowed, host_name
 from ._page import e, plural, shell
 from ._report import report_page, session_rows
-from ._visible import visible_line
 
 log = logging.getLogger("agno_compression")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._databases import _owner, _session, _sessions, source_label
-from ._messages import message_text, one_line
+from .._databases import _owner, _session, _sessions, source_label
+from .._messages import message_text, one_line
+from .._sessions import session_runs, stats_of
+from .._stores import store_for
 from ._page import session_page
-from ._sessions import session_runs, stats_of
-from ._stores import store_for
 from ._timeline import build_timeline
 
 
