@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "agno integration",
         frozenset(
             {"_manager", "_runs", "_runner", "_fold", "_policies", "_events", "_records", "_stats", "_metrics"}
-            | {"_compat", "_checkpoints", "_recovery", "_prompt_cache"}
+            | {"_compat", "_checkpoints", "_recovery", "_prompt_cache", "_tracing"}
         ),
     ),
     (
