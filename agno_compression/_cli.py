@@ -261,45 +261,14 @@ def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
 
 def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
     from ._inspect import run_view
-    from ._sessions import records_of_run, session_runs
-    from ._stores import store_for
-    from .viewer._timeline import fold_reason
+    from .viewer._report import session_json
 
-    found = _session(handle, session, db)
-    store = store_for(handle)
-    records = store.events(session) if store is not None else []
-    timeline = []
-    for run in session_runs(found):
-        calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
-        timeline.append(
-            {
-                "run_id": run.run_id,
-                "status": str(getattr(run.status, "value", run.status)),
-                "member_of": getattr(run, "parent_run_id", None),
-                "model_calls": len(calls),
-                "prompt_tokens": [getattr(m.metrics, "input_tokens", 0) for m in calls],
-                "folds": [
-                    {
-                        "record_id": f.id,
-                        "before_call": f.call_index,
-                        "reason": fold_reason(f),
-                        "budget": f.budget,
-                        "strategy": f.strategy,
-                        "tokens_before": f.tokens_before,
-                        "tokens_after": f.tokens_after,
-                        "folded": len(f.folded_ids),
-                        "folded_ids": f.folded_ids,
-                        "summary": f.summary,
-                    }
-                    for f in records_of_run(records, run)
-                ],
-            }
-        )
+    data = session_json(handle, session, db)
     if as_json:
-        typer.echo(json_text({"session_id": session, "runs": timeline}, indent=2))
+        typer.echo(json_text(data, indent=2))
         return
     console = _console()
-    for run in timeline:
+    for run in data["runs"]:
         for part in run_view(run, console.width, ids=ids, full=full):
             console.print(part)
 

@@ -1,7 +1,10 @@
 """The session viewer: a stored session as a timeline (``_timeline``), its SVG chart (``_chart``), its self-contained
-page (``_page``, ``_report``), the HTTP rules every viewer follows (``_http``) and the read-only server
-(``agno-compression serve``, ``_serve``).
+page (``_page``, ``_report``), the HTTP rules every viewer follows (``_http``), the routes (``viewer_router``, mounted
+in an AgentOS app or served by ``agno-compression serve``, ``_serve``).
 
-Nothing here is imported by ``import agno_compression``'s runtime path beyond this file; the pages are built only
-when a command or a server asks for them.
+``import agno_compression`` loads only ``viewer_router``'s module, which imports FastAPI when it is called.
 """
+
+from ._router import DEFAULT_PREFIX, viewer_router
+
+__all__ = ["DEFAULT_PREFIX", "viewer_router"]

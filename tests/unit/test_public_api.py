@@ -32,8 +32,8 @@ def test_contract_names() -> None:
         assert name in agno_compression.__all__
 
 
-def test_at_most_thirty_one_names_each_documented() -> None:
-    assert len(agno_compression.__all__) <= 31, len(agno_compression.__all__)
+def test_at_most_thirty_two_names_each_documented() -> None:
+    assert len(agno_compression.__all__) <= 32, len(agno_compression.__all__)
     undocumented = [n for n in agno_compression.__all__ if not (getattr(agno_compression, n).__doc__ or "").strip()]
     assert not undocumented, undocumented
     reference = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
