@@ -178,10 +178,12 @@ class FoldTrace:
             _note(span, note)
         if event.shortened_ids:
             span.add_event("agno_compression.shorten", {"agno_compression.outputs.shortened": len(event.shortened_ids)})
-        if self.attempt is not None:
+        if self.attempt is not None:  # the retry's budget: the lower one the rest of the run keeps to
+            budget = self.state.limit or event.budget or 0
+            span.set_attribute("agno_compression.budget", budget)
             span.add_event(
                 "agno_compression.overflow_retry",
-                {"agno_compression.attempt": self.attempt, "agno_compression.budget": event.budget or 0},
+                {"agno_compression.attempt": self.attempt, "agno_compression.budget": budget},
             )
         self._end(error, event)
 

@@ -53,7 +53,7 @@ class Loop:
         return Reply(text="handler_m3_7 needs the fix.")
 
 
-def _run(scenario: str, db: Any) -> dict[str, Any]:
+def _run(scenario: str, db: Any, **options: Any) -> dict[str, Any]:
     from agno.agent import Agent
     from agno.models.openai import OpenAIChat
     from agno.team import Team
@@ -62,13 +62,15 @@ def _run(scenario: str, db: Any) -> dict[str, Any]:
     from agno_compression._tracing import NOTES
     from agno_compression.eval._loopback import OpenAIServer
 
-    with OpenAIServer(Loop()) as server:
+    window = options.pop("context_window", None)
+    with OpenAIServer(Loop(), context_window=window) as server:
 
         def model() -> OpenAIChat:
             return OpenAIChat(id="gpt-5", api_key="offline", client_params={"base_url": f"{server.url}/v1"})
 
         summarizer = "llm" if scenario.startswith("llm") else "extractive"
-        manager = CompressionManager(compress_at_tokens=3_000, summarizer=summarizer, payback_calls=None)
+        settings: dict[str, Any] = {"compress_at_tokens": 3_000, "summarizer": summarizer, "payback_calls": None}
+        manager = CompressionManager(**{**settings, **options})
         session = f"sess-{scenario}"
         target: Any
         if scenario.startswith("team"):
@@ -101,8 +103,45 @@ def _run(scenario: str, db: Any) -> dict[str, Any]:
             "run_id": getattr(output, "run_id", None),
             "folds": len(folds),
             "strategies": [e.strategy for e in folds],
+            "masks": sum(1 for e in manager.events if e.strategy == "mask"),
             "summarizer_calls": sum(1 for c in server.calls if not c.body.get("tools")),
         }
+
+
+def _spans(exporter: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": span.name,
+            "trace_id": format(span.context.trace_id, "032x"),
+            "span_id": format(span.context.span_id, "016x"),
+            "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
+            "attributes": json.loads(json.dumps(dict(span.attributes or {}), default=str)),
+            "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in span.events],
+        }
+        for span in exporter.get_finished_spans()
+    ]
+
+
+def event_runs(target: DbTarget) -> dict[str, Any]:
+    """The SDK's in-memory exporter; a run with ``summarizer="mask"`` and one whose provider rejects prompts over a
+    window smaller than the budget (overflow retries)."""
+    from openinference.instrumentation.agno import AgnoInstrumentor
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    AgnoInstrumentor().instrument(tracer_provider=provider)
+    db = target.open()
+    runs = [
+        contextvars.copy_context().run(_run, "mask", db, summarizer="mask"),
+        contextvars.copy_context().run(_run, "overflow", db, compress_at_tokens=20_000, context_window=4_000),
+    ]
+    return {"runs": runs, "spans": _spans(exporter)}
 
 
 def traced_runs(setup: str, target: DbTarget) -> dict[str, Any]:
@@ -131,16 +170,5 @@ def traced_runs(setup: str, target: DbTarget) -> dict[str, Any]:
     # Each run in a context of its own: a run that leaves a span attached to the thread's context (seen after some
     # Team runs under the OpenInference instrumentation) must not make the next run part of its trace.
     runs = [contextvars.copy_context().run(_run, scenario, db) for scenario in SCENARIOS]
-    spans = []
-    for span in exporter.get_finished_spans() if exporter is not None else ():
-        spans.append(
-            {
-                "name": span.name,
-                "trace_id": format(span.context.trace_id, "032x"),
-                "span_id": format(span.context.span_id, "016x"),
-                "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
-                "attributes": json.loads(json.dumps(dict(span.attributes or {}), default=str)),
-                "events": [e.name for e in span.events],
-            }
-        )
+    spans = _spans(exporter) if exporter is not None else []
     return {"runs": runs, "spans": spans}

@@ -123,3 +123,39 @@ def test_no_provider_no_tracing() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_masking_and_overflow_retries_are_span_events(tmp_path: Path) -> None:
+    from tests._tracing_workers import event_runs
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        result = pool.submit(event_runs, DbTarget("sqlite", str(tmp_path / "sessions.db"))).result(timeout=600)
+    mask, overflow = result["runs"]
+    spans = result["spans"]
+    run_span = next(s for s in spans if s["attributes"].get("agno.run.id") == mask["run_id"])
+    masked = [e for e in run_span["events"] if e["name"] == "agno_compression.mask"]
+    # masking alone folds nothing: no fold span, one event on the run's span per masking pass
+    assert mask["masks"] >= 1 and mask["folds"] == 0 and len(masked) == mask["masks"]
+    assert all(e["attributes"]["agno_compression.messages.masked"] > 0 for e in masked)
+    assert not [s for s in spans if s["name"] == "agno_compression.fold" and s["trace_id"] == run_span["trace_id"]]
+
+    folds = [
+        s for s in spans if s["name"] == "agno_compression.fold" and s["attributes"]["session.id"] == "sess-overflow"
+    ]
+    assert len(folds) == overflow["folds"]
+    retries = [f for f in folds if f["attributes"]["agno_compression.reason"] == "overflow"]
+    assert len(retries) == overflow["strategies"].count("overflow:extractive") >= 1
+    (event,) = retries[0]["events"]
+    assert event["name"] == "agno_compression.overflow_retry" and event["attributes"]["agno_compression.attempt"] == 1
+    # the retry's budget is the lower one the rest of the run keeps to, below compress_at_tokens
+    assert (
+        event["attributes"]["agno_compression.budget"] == retries[0]["attributes"]["agno_compression.budget"] < 20_000
+    )
+
+
+def test_the_docs_name_every_attribute_and_event() -> None:
+    from agno_compression._tracing import ATTRIBUTES, EVENTS
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "observing.md").read_text(encoding="utf-8")
+    missing = [name for name in (*ATTRIBUTES, *EVENTS) if f"| `{name}` |" not in page]
+    assert not missing, missing
