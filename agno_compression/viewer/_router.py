@@ -8,9 +8,9 @@ Read-only: GET and HEAD only. Under ``prefix`` (``/compression`` by default):
 The rules of ``_http`` hold for every route: a ``Host`` that is not one of the viewer's names is refused (421, no
 session data), and every answer carries its headers (no framing, no sniffing, no referrer, no script). Mounted in
 an AgentOS app, the routes ask for the same credentials as AgentOS's own routes: agno's own authentication
-dependency (``OS_SECURITY_KEY`` as a bearer token), and JWT authorization through the middleware AgentOS installs
-for the whole app. Session text is untrusted: the pages escape it (``_page``), the JSON escapes what ``_visible``
-marks.
+dependency (``OS_SECURITY_KEY`` as a bearer token), and under JWT authorization a verified token (AgentOS's
+middleware) with the scope AgentOS's own session routes need (``sessions:read``). Session text is untrusted: the
+pages escape it (``_page``), the JSON escapes what ``_visible`` marks.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the routes' annotations (``Request``, imported inside
@@ -64,12 +64,34 @@ def viewer_router(
             # a page under another name for this address must not read the sessions (DNS rebinding)
             raise HTTPException(REFUSED, "this viewer answers only to the names it is served under", HEADERS)
 
+    def check_scopes(request: Request) -> None:
+        """Under AgentOS's JWT authorization the viewer's routes need what AgentOS's ``GET /sessions`` needs
+        (``sessions:read`` unless the app maps it otherwise; the admin scope passes). AgentOS's middleware has
+        already verified the token and put its scopes on the request; it knows no scope for routes of its own
+        ``base_app``, so the check is made here, with agno's own scope rules."""
+        state, app_state = request.state, request.app.state
+        scopes = getattr(state, "scopes", None)
+        if (
+            scopes is None
+            or getattr(app_state, "jwt_validator", None) is None  # no JWT: the security key (or nothing) applies
+            or getattr(state, "security_key_verified", False)  # the key is an unscoped root, as for AgentOS
+            or getattr(state, "is_internal_service", False)
+        ):
+            return
+        from agno.os.scopes import has_required_scopes
+
+        mapped = getattr(app_state, "scope_mappings", None) or {}
+        required = list(mapped.get("GET /sessions", ["sessions:read"]))
+        if not has_required_scopes(list(scopes), required, admin_scope=getattr(app_state, "admin_scope", None)):
+            raise HTTPException(403, f"Insufficient scopes: {', '.join(required)} required", HEADERS)
+
     dependencies = [Depends(check_host)]  # first: a refused name learns nothing, not even whether a key is set
     if authenticate:
         from agno.os.auth import get_authentication_dependency
         from agno.os.settings import AgnoAPISettings
 
         dependencies.append(Depends(get_authentication_dependency(settings or AgnoAPISettings())))
+        dependencies.append(Depends(check_scopes))
     router = APIRouter(dependencies=dependencies, include_in_schema=False)
     read = ["GET", "HEAD"]
 

@@ -183,3 +183,32 @@ def test_the_page_in_chromium(uvicorn_server: str, tmp_path: Path) -> None:
         page.screenshot(path=str(tmp_path / "agentos.png"))
         page.get_by_role("link", name="All sessions").click()
         page.wait_for_url("**/compression/")
+
+
+def test_jwt_authorization_asks_for_what_agentos_session_routes_ask(tmp_path: Path) -> None:
+    import time
+
+    import jwt
+    from agno.os.authz.authorization import Authorization
+
+    signing = "k" * 40
+    db = SqliteDb(db_file=str(tmp_path / "os.db"))
+    agent = CompressionManager(compress_at_tokens=3_000).attach(
+        Agent(id="reviewer", model=ScriptedModel(script=script), tools=[read_log], db=db)
+    )
+    agent.run("Review the deployment log.", session_id=SESSION)
+    base = FastAPI()
+    base.include_router(viewer_router(db))
+    authorization = Authorization(verification_keys=[signing], algorithm="HS256")
+    app = AgentOS(agents=[agent], base_app=base, authorization=authorization, telemetry=False).get_app()
+    http = client(app)
+
+    def bearer(*scopes: str) -> dict[str, str]:
+        claims = {"sub": "user-1", "scopes": list(scopes), "exp": int(time.time()) + 600}
+        return {"Authorization": f"Bearer {jwt.encode(claims, signing, algorithm='HS256')}"}
+
+    assert http.get("/compression/sessions").status_code == 401
+    assert http.get("/sessions").status_code == 401
+    for scopes, status in (((), 403), (("agents:read",), 403), (("sessions:read",), 200), (("agent_os:admin",), 200)):
+        assert http.get("/compression/sessions", headers=bearer(*scopes)).status_code == status, scopes
+        assert http.get("/sessions", headers=bearer(*scopes)).status_code == status, ("AgentOS's own", scopes)
