@@ -27,6 +27,7 @@ from ._sessions import compressed_view, full_messages, load_snapshot, snapshot, 
 from ._stores import CompressionRecord, CompressionStore, SQLAlchemyStore
 from ._summarizers import ExtractiveSummarizer, LLMSummarizer, Pipeline, Summarizer, Summary, SummaryRequest
 from .tokens import count_tokens
+from .viewer import viewer_router
 
 __version__ = "0.1.0"
 
@@ -62,4 +63,5 @@ __all__ = [  # grouped in docs/index.md; sorted here
     "snapshot",
     "stats",
     "truncate_output",
+    "viewer_router",
 ]

@@ -34,9 +34,9 @@ from ._databases import (
     source_label,
 )
 from ._exceptions import ConfigError
-from ._page import plural
 from ._visible import json_text, visible_line
 from .eval import Trajectory, load_trajectories
+from .viewer._page import plural
 
 app = typer.Typer(
     name="agno-compression",
@@ -247,7 +247,7 @@ def inspect_command(
 
 def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
     from ._inspect import session_list
-    from ._report import session_rows
+    from .viewer._report import session_rows
 
     rows = session_rows(handle)
     if as_json:
@@ -261,45 +261,14 @@ def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
 
 def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
     from ._inspect import run_view
-    from ._sessions import records_of_run, session_runs
-    from ._stores import store_for
-    from ._timeline import fold_reason
+    from .viewer._report import session_json
 
-    found = _session(handle, session, db)
-    store = store_for(handle)
-    records = store.events(session) if store is not None else []
-    timeline = []
-    for run in session_runs(found):
-        calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
-        timeline.append(
-            {
-                "run_id": run.run_id,
-                "status": str(getattr(run.status, "value", run.status)),
-                "member_of": getattr(run, "parent_run_id", None),
-                "model_calls": len(calls),
-                "prompt_tokens": [getattr(m.metrics, "input_tokens", 0) for m in calls],
-                "folds": [
-                    {
-                        "record_id": f.id,
-                        "before_call": f.call_index,
-                        "reason": fold_reason(f),
-                        "budget": f.budget,
-                        "strategy": f.strategy,
-                        "tokens_before": f.tokens_before,
-                        "tokens_after": f.tokens_after,
-                        "folded": len(f.folded_ids),
-                        "folded_ids": f.folded_ids,
-                        "summary": f.summary,
-                    }
-                    for f in records_of_run(records, run)
-                ],
-            }
-        )
+    data = session_json(handle, session, db)
     if as_json:
-        typer.echo(json_text({"session_id": session, "runs": timeline}, indent=2))
+        typer.echo(json_text(data, indent=2))
         return
     console = _console()
-    for run in timeline:
+    for run in data["runs"]:
         for part in run_view(run, console.width, ids=ids, full=full):
             console.print(part)
 
@@ -361,7 +330,7 @@ def report_command(
     schema: SchemaOption = None,
 ) -> None:
     """Write a session's page: prompt size per model call, each fold where it happened, what it folded and why."""
-    from ._report import report_page
+    from .viewer._report import report_page
 
     _output_file("--out", out)  # a directory is named as one, whatever its name ends in
     if out.suffix.lower() not in (".html", ".htm"):
@@ -388,7 +357,7 @@ def serve_command(
     schema: SchemaOption = None,
 ) -> None:
     """Browse a database's sessions in a web browser: a searchable list, newest first, and each session's page."""
-    from ._serve import serve
+    from .viewer._serve import serve
 
     _text_option("--schema", schema)
     _text_option("--host", host)

@@ -17,9 +17,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ._page import plural
-from ._timeline import REASONS
 from ._visible import data_text
+from .viewer._page import plural
+from .viewer._timeline import REASONS
 
 SUMMARY_MIN = 40
 """The narrowest summary column worth a table: below it the blocks read better."""

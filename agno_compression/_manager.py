@@ -52,6 +52,7 @@ from ._sessions import full_messages
 from ._stats import Stats
 from ._stores import CompressionStore
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
+from ._tracing import traced
 from .pricing import PriceModel, provider_of
 from .tokens import TokenCounter
 
@@ -417,25 +418,33 @@ class CompressionManager(AgnoCompressionManager):
     def compress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         state = self._runs.state(messages)
         self._reveal_search_tool(state)  # the summary about to be written points to it
-        drive(self._folder.compress(state, run_metrics, self._runner.fallback), self._summarize)
+        with traced(self, state) as span:  # None without a tracer provider: no tracing work at all
+            answer = self._summarize if span is None else span.answer(self._summarize)
+            drive(self._folder.compress(state, run_metrics, self._runner.fallback), answer)
 
     @degrades("fold failed, the model call goes ahead unfolded", None)
     async def acompress(self, messages: list[Message], run_metrics: RunMetrics | None = None) -> None:
         state = self._runs.state(messages)
         self._reveal_search_tool(state)
-        await adrive(self._folder.compress(state, run_metrics, self._runner.fallback), self._asummarize)
+        with traced(self, state) as span:
+            answer = self._asummarize if span is None else span.aanswer(self._asummarize)
+            await adrive(self._folder.compress(state, run_metrics, self._runner.fallback), answer)
 
     @degrades("could not fold after a context overflow", False)
     def recover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
         """Fold ``messages`` harder after a context-overflow error; True when the prompt got smaller."""
         state = self._runs.state(messages)
-        return drive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), self._summarize)
+        with traced(self, state, attempt) as span:
+            answer = self._summarize if span is None else span.answer(self._summarize)
+            return drive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), answer)
 
     @degrades("could not fold after a context overflow", False)
     async def arecover_from_overflow(self, messages: list[Message], attempt: int = 1, run_metrics: Any = None) -> bool:
         """Async ``recover_from_overflow``."""
         state = self._runs.state(messages)
-        return await adrive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), self._asummarize)
+        with traced(self, state, attempt) as span:
+            answer = self._asummarize if span is None else span.aanswer(self._asummarize)
+            return await adrive(self._folder.recover(state, attempt, run_metrics, self._runner.fallback), answer)
 
     def _summarize(self, ask: tuple[Summarizer, Any]) -> Any:
         return self._runner.run(*ask)

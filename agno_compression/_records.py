@@ -133,6 +133,14 @@ class FoldRecorder:
         if owner is not None and owner.store is not None:
             owner.pending.append(self._submit(self._write, owner, event))
 
+    def then(self, owner: RunOwner | None, action: Any) -> bool:
+        """Run ``action`` on the writer thread after the run's records queued so far (the run's post-hook waits for it
+        as for them); False, and nothing queued, when the run has none pending."""
+        if owner is None or not owner.pending:
+            return False
+        owner.pending.append(self._submit(action))
+        return True
+
     def flush(self, owner: RunOwner | None) -> None:
         """Wait until the run's queued records are written (or have failed)."""
         if owner is not None and owner.pending:

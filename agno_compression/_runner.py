@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import logging
@@ -103,7 +104,9 @@ def _in_thread(
             result, error = None, exc
         done(result, error)
 
-    threading.Thread(target=work, name="agno-compression-summarizer", daemon=True).start()
+    # the caller's context goes along (a trace's current span: the summarizer's model call nests under the fold)
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(work,), name="agno-compression-summarizer", daemon=True).start()
 
 
 class SummarizerRunner:

@@ -1,6 +1,8 @@
-"""docs/report.png: the session page of cookbook/multi_run_session.py, as Chromium shows it on a laptop.
+"""docs/report.png: the session page of cookbook/multi_run_session.py, as Chromium shows it on a laptop;
+docs/agentos.png: the session page of cookbook/agentos_viewer.py, served from its AgentOS app.
 
     python -m tests.browser.shoot [OUT.png]
+    python -m tests.browser.shoot --agentos [OUT.png]
 
 Runs the cookbook example offline into a temporary folder, writes its page with ``agno-compression report`` and
 takes a screenshot of its first screen (1440x900, light mode). Needs Playwright (the ``test`` extra) and Debian's
@@ -58,5 +60,47 @@ def main(out: Path) -> None:
     print(f"wrote {out}")
 
 
+def agentos(out: Path) -> None:
+    """The cookbook's AgentOS app on a real uvicorn server (loopback, a free port), its session page in Chromium."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    reason = why_not()
+    if reason is not None:
+        sys.exit(f"cannot take the screenshot: {reason}")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+            os.environ.pop(name, None)
+        os.environ["AGNO_COMPRESSION_COOKBOOK_OUT"] = folder
+        sys.path.insert(0, str(ROOT / "cookbook"))
+        import agentos_viewer  # type: ignore[import-not-found]
+
+        agent, _, app = agentos_viewer.build(Path(folder) / "agentos_viewer.db")
+        agent.run("Review the deployment log of the last six days.", session_id=agentos_viewer.SESSION)
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        try:
+            while not server.started:
+                thread.join(0.05)
+            with browser() as context:
+                page = context.new_page()
+                page.goto(f"http://127.0.0.1:{sock.getsockname()[1]}/compression/session/{agentos_viewer.SESSION}")
+                page.screenshot(path=str(out))
+        finally:
+            server.should_exit = True
+            thread.join(30)
+            sock.close()
+    print(f"wrote {out}")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "report.png")
+    if "--agentos" in sys.argv:
+        rest = [a for a in sys.argv[1:] if a != "--agentos"]
+        agentos(Path(rest[0]) if rest else ROOT / "docs" / "agentos.png")
+    else:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "report.png")

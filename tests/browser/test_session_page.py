@@ -188,7 +188,7 @@ def test_stored_text_stays_text_in_the_browser(tmp_path: Path, context: Any) -> 
 
 
 def test_serve_lists_searches_and_opens_a_session(cookbook: Path, context: Any) -> None:
-    from agno_compression._serve import make_server
+    from agno_compression.viewer._serve import make_server
 
     server = make_server(str(cookbook / "multi_run_session.db"), port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -237,7 +237,7 @@ def test_session_text_is_shown_isolated_never_acted_on(corpus_db: Path, context:
 
 
 def test_serve_cannot_be_framed_or_read_under_another_name(cookbook: Path, playwright: Any) -> None:
-    from agno_compression._serve import make_server
+    from agno_compression.viewer._serve import make_server
 
     server = make_server(str(cookbook / "multi_run_session.db"), port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -21,6 +21,7 @@ def test_the_cookbook_has_the_promised_examples() -> None:
         "export_training_data.py",
         "competitor_analysis.py",
         "file_agent.py",
+        "agentos_viewer.py",
     } <= set(EXAMPLES)
 
 

@@ -355,7 +355,7 @@ def test_stats_count_the_whole_prompt_and_the_cache_as_the_provider_reported_it(
 
 def test_the_session_page_bills_what_the_provider_reported(tmp_path: Path, anthropic: AnthropicServer) -> None:
     from agno_compression._stores import store_for
-    from agno_compression._timeline import build_timeline
+    from agno_compression.viewer._timeline import build_timeline
 
     manager = CompressionManager(compress_at_tokens=4_000)
     built = agent(tmp_path, claude(anthropic), manager)

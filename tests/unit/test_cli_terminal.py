@@ -154,7 +154,7 @@ def test_reading_a_database_leaves_nothing_beside_it(multi: tuple[str, str], tmp
     ):
         assert runner.invoke(app, args).exit_code == 0, args
         assert _side_files(db) == [], args
-    from agno_compression._serve import make_server
+    from agno_compression.viewer._serve import make_server
 
     server = make_server(str(db), port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()

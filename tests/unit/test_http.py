@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._http import CSP, HEADERS, LOOPBACK, allowed_hosts, host_allowed, host_name
+from agno_compression.viewer._http import CSP, HEADERS, LOOPBACK, allowed_hosts, host_allowed, host_name
 
 
 def test_a_host_header_is_compared_without_port_case_or_trailing_dot() -> None:

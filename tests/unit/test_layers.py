@@ -42,13 +42,13 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "agno integration",
         frozenset(
             {"_manager", "_runs", "_runner", "_fold", "_policies", "_events", "_records", "_stats", "_metrics"}
-            | {"_compat", "_checkpoints", "_recovery", "_prompt_cache"}
+            | {"_compat", "_checkpoints", "_recovery", "_prompt_cache", "_tracing"}
         ),
     ),
     (
         "tools",
         frozenset({"_cli", "_databases", "eval", "testing", "__main__", "__init__"})
-        | {"_timeline", "_chart", "_page", "_report", "_serve", "_visible", "_inspect", "_http"},
+        | {"viewer", "_visible", "_inspect"},
     ),
 )
 """Each layer's top-level modules and subpackages, lowest first."""

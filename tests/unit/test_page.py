@@ -151,10 +151,10 @@ from hypothesis import given, settings  # noqa: E402
 
 from agno_compression import full_messages  # noqa: E402
 from agno_compression._messages import message_text  # noqa: E402
-from agno_compression._page import _original  # noqa: E402
-from agno_compression._serve import error_page, index_page  # noqa: E402
 from agno_compression._visible import visible  # noqa: E402
 from agno_compression.tokens import TokenCounter  # noqa: E402
+from agno_compression.viewer._page import _original  # noqa: E402
+from agno_compression.viewer._site import error_page, index_page  # noqa: E402
 from tests.scenarios import CORPUS_SESSION  # noqa: E402
 from tests.strategies import HOSTILE_LINE, HOSTILE_TEXT, examples  # noqa: E402
 from tests.unit.test_visible import ACTED_ON  # noqa: E402

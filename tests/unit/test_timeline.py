@@ -14,8 +14,8 @@ from agno_compression import CompressionRecord, stats
 from agno_compression._cli import app
 from agno_compression._databases import _session, open_db
 from agno_compression._stores import store_for
-from agno_compression._timeline import Timeline, build_timeline, fold_reason
 from agno_compression.testing import loop_agent
+from agno_compression.viewer._timeline import Timeline, build_timeline, fold_reason
 from tests.scenarios import Scenario, hostile_session
 
 

@@ -16,14 +16,14 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._archive import SEARCH_TOOL_NAME
-from ._messages import message_text
-from ._plan import PROGRESS, make_summary_message
-from ._sessions import SessionStats, records_of_run, session_runs, stats_of
-from ._stores import CompressionRecord
-from ._summarizers import is_masked
-from .pricing import GENERIC, PriceModel, price_model_for, provider_named, reported_usage
-from .tokens import TokenCounter
+from .._archive import SEARCH_TOOL_NAME
+from .._messages import message_text
+from .._plan import PROGRESS, make_summary_message
+from .._sessions import SessionStats, records_of_run, session_runs, stats_of
+from .._stores import CompressionRecord
+from .._summarizers import is_masked
+from ..pricing import GENERIC, PriceModel, price_model_for, provider_named, reported_usage
+from ..tokens import TokenCounter
 
 REASONS = {
     "budget": "over the budget",
@@ -301,7 +301,7 @@ def _costs(lanes: Sequence[Lane], counter: TokenCounter) -> tuple[float, float, 
     breakpoints the manager places). Without: the same calls with nothing folded, under the provider's best plain
     caching (automatic caching on Anthropic), estimated.
     """
-    from .eval import billed_costs
+    from ..eval import billed_costs
 
     total_with = total_without = 0.0
     reported = bool(lanes)

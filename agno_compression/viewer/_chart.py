@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from ._messages import one_line
+from .._messages import one_line
+from .._visible import html_text
 from ._timeline import REASONS, Lane
-from ._visible import html_text
 
 Scale = Callable[[float], float]
 

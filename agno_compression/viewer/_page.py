@@ -13,15 +13,15 @@ from importlib.resources import files
 
 from agno.models.message import Message
 
+from .._ledger import SECTION, section_lines
+from .._messages import message_text, one_line
+from .._summarizers import is_masked
+from .._visible import html_text as e
+from .._visible import visible
+from ..tokens import TokenCounter
 from ._chart import lane_chart
 from ._http import PAGE_CSP
-from ._ledger import SECTION, section_lines
-from ._messages import message_text, one_line
-from ._summarizers import is_masked
 from ._timeline import REASONS, Fold, Lane, Timeline
-from ._visible import html_text as e
-from ._visible import visible
-from .tokens import TokenCounter
 
 FULL_TEXT_LIMIT = 200_000
 """Characters of one original message embedded in the page (``agno-compression export`` has them all)."""
@@ -35,7 +35,7 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 
 def shell(title: str, body: str) -> str:
     """A whole page: the stylesheet inline, the policy that forbids scripts and external loads."""
-    css = files("agno_compression").joinpath("page.css").read_text(encoding="utf-8")
+    css = files("agno_compression.viewer").joinpath("page.css").read_text(encoding="utf-8")
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP}">'

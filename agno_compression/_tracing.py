@@ -1,0 +1,279 @@
+"""Folds in OpenTelemetry traces: each fold is a span ``agno_compression.fold`` in the run's trace.
+
+agno's tracing (``agno.tracing.setup_tracing(db)``: OpenTelemetry with the OpenInference agno instrumentation, spans
+stored in agno's own database) or any tracer provider the application set shows runs, model calls and tool calls.
+With a provider set, every fold the manager makes becomes a span there too, a child of the span that is current when
+agno asks the manager to fold (the run's span: agno folds before the model call, whose span opens after), so it
+sits in the run's trace right before the model call it precedes. The summarizer's own model call runs inside the
+fold span and nests under it. Masking without a fold and outputs shortened without one are span events on the
+current span; a fold's masking, shortening and overflow retry are events on its own span.
+
+No cost without tracing: nothing here imports OpenTelemetry. A provider can only have been set through
+``opentelemetry.trace``, so while that module is not loaded no provider exists and the manager does no tracing work
+at all; with it loaded but no provider set (OpenTelemetry's proxy or no-op provider), the one check is made per
+fold, never per model call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._events import FoldEvent
+
+if TYPE_CHECKING:
+    from ._runs import RunState
+
+log = logging.getLogger("agno_compression")
+
+SPAN_NAME = "agno_compression.fold"
+"""The name of every fold span."""
+INSTRUMENTATION = "agno_compression"
+"""The instrumentation scope fold spans are created under."""
+NOTES = ("mask", "shorten")
+"""Strategies of events that fold nothing: masking in place, or kept outputs shortened alone (span events)."""
+ATTRIBUTES = {
+    "openinference.span.kind": "CHAIN (OpenInference: a step that is not itself a model call)",
+    "session.id": "the agno session id (OpenInference), when the run has one",
+    "gen_ai.conversation.id": "the same session id (OpenTelemetry GenAI conventions)",
+    "agno_compression.reason": "budget (the prompt was over it), early (the fold paid for the prompt cache it broke) "
+    "or overflow (a retry after the provider rejected the prompt as too long)",
+    "agno_compression.strategy": "what wrote the summary: extractive, llm, ..., <name>->extractive after a fallback; "
+    "overflow:... for a retry",
+    "agno_compression.fallback": "true when the configured summarizer failed and the extractive summary was used",
+    "agno_compression.tokens.before": "prompt tokens before the fold",
+    "agno_compression.tokens.after": "prompt tokens after the fold",
+    "agno_compression.tokens.saved": "before minus after",
+    "agno_compression.messages.folded": "messages the fold replaced with its summary (all kept in the database)",
+    "agno_compression.messages.masked": "tool outputs masked in place by the same fold (summarizer='mask')",
+    "agno_compression.outputs.shortened": "kept tool outputs shortened in context because they alone exceeded the "
+    "budget",
+    "agno_compression.summary.tokens": "tokens of the summary text sent in place of the folded messages",
+    "agno_compression.budget": "the budget the fold kept to (compress_at_tokens, or less after an overflow)",
+    "agno_compression.call_index": "which model call of the run (1-based) the fold came before",
+    "agno_compression.run.id": "the agno run id, when known",
+    "agno_compression.record.id": "the id of the fold's stored record (agno-compression inspect, the session page), "
+    "when a store wrote it",
+    "agno_compression.summarizer.model": "the model that wrote the summary, when a model did",
+    "agno_compression.summarizer.input_tokens": "the summarizer call's input tokens, as its provider reported them",
+    "agno_compression.summarizer.output_tokens": "the summarizer call's output tokens",
+    "agno_compression.cache.caches": "whether the model's provider caches prompts (the price model's rule)",
+    "agno_compression.cache.read_rate": "what a cached token costs there, as a share of the input price",
+}
+"""Every attribute a fold span may carry, and what it means (docs/observing.md shows this table)."""
+EVENTS = {
+    "agno_compression.mask": "tool outputs masked in place (attribute agno_compression.messages.masked)",
+    "agno_compression.shorten": "kept tool outputs shortened in context (agno_compression.outputs.shortened)",
+    "agno_compression.overflow_retry": "the provider rejected the prompt as too long; this fold is the retry "
+    "(agno_compression.attempt, agno_compression.budget)",
+}
+"""Every span event, and what it means."""
+
+_tracers: dict[int, tuple[Any, Any]] = {}
+
+T = TypeVar("T")
+
+
+def tracer() -> Any | None:
+    """The tracer fold spans are made with, or ``None`` when no tracer provider is set (nothing is imported)."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:  # OpenTelemetry was never imported: no provider can have been set
+        return None
+    try:
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+            return None
+        cached = _tracers.get(id(provider))
+        if cached is not None and cached[0] is provider:
+            return cached[1]
+        made = provider.get_tracer(INSTRUMENTATION, _version())
+        _tracers[id(provider)] = (provider, made)
+        return made
+    except Exception as exc:  # tracing never breaks a run
+        log.debug("agno-compression: no tracer: %s", exc)
+        return None
+
+
+def _version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agno-compression")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return None
+
+
+def reason(event: FoldEvent) -> str:
+    """Why a fold happened: ``overflow``, ``budget`` or ``early`` (the page's and ``inspect``'s rule)."""
+    if event.strategy.startswith("overflow:"):
+        return "overflow"
+    return "budget" if event.budget is None or event.tokens_before > event.budget else "early"
+
+
+class FoldTrace:
+    """The span of one ``compress`` or overflow ``recover`` call, opened only once it has something to show: when a
+    summarizer is asked (so its model call nests under it) or when the call ends with a fold."""
+
+    def __init__(self, tracer: Any, manager: Any, state: RunState, attempt: int | None = None) -> None:
+        from opentelemetry import context
+
+        self.tracer = tracer
+        self.manager = manager
+        self.state = state
+        self.attempt = attempt
+        self.parent = context.get_current()  # the run's span: agno folds before the model call's span opens
+        self.start = time.time_ns()
+        self.first = len(state.events)
+        self.span: Any = None
+
+    def _open(self) -> Any:
+        if self.span is None:
+            self.span = self.tracer.start_span(
+                SPAN_NAME, context=self.parent, start_time=self.start, attributes={"openinference.span.kind": "CHAIN"}
+            )
+        return self.span
+
+    def answer(self, summarize: Callable[[Any], T]) -> Callable[[Any], T]:
+        """``summarize`` run inside the fold span: the summarizer's model call becomes its child."""
+        from opentelemetry import trace
+
+        def answered(ask: Any) -> T:
+            with trace.use_span(self._open(), end_on_exit=False):
+                return summarize(ask)
+
+        return answered
+
+    def aanswer(self, summarize: Callable[[Any], Awaitable[T]]) -> Callable[[Any], Awaitable[T]]:
+        """Async ``answer``."""
+        from opentelemetry import trace
+
+        async def answered(ask: Any) -> T:
+            with trace.use_span(self._open(), end_on_exit=False):
+                return await summarize(ask)
+
+        return answered
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Describe what the call did: a fold span, or span events for masking and shortening without a fold."""
+        new = self.state.events[self.first :]
+        folds = [e for e in new if e.strategy not in NOTES]
+        notes = [e for e in new if e.strategy in NOTES]
+        if not folds:
+            from opentelemetry import trace
+
+            target = self.span if self.span is not None else trace.get_current_span()
+            for note in notes:
+                _note(target, note)
+            if self.span is not None:  # a summarizer was asked but nothing was folded (an empty summary)
+                self._end(error, None)
+            return
+        event = folds[-1]
+        span = self._open()
+        span.set_attributes(self._attributes(event))
+        for note in notes:
+            _note(span, note)
+        if event.shortened_ids:
+            span.add_event("agno_compression.shorten", {"agno_compression.outputs.shortened": len(event.shortened_ids)})
+        if self.attempt is not None:  # the retry's budget: the lower one the rest of the run keeps to
+            budget = self.state.limit or event.budget or 0
+            span.set_attribute("agno_compression.budget", budget)
+            span.add_event(
+                "agno_compression.overflow_retry",
+                {"agno_compression.attempt": self.attempt, "agno_compression.budget": budget},
+            )
+        self._end(error, event)
+
+    def _attributes(self, event: FoldEvent) -> dict[str, Any]:
+        state, manager = self.state, self.manager
+        owner = state.context
+        out: dict[str, Any] = {
+            "agno_compression.reason": reason(event),
+            "agno_compression.strategy": event.strategy,
+            "agno_compression.fallback": "->" in event.strategy,
+            "agno_compression.tokens.before": event.tokens_before,
+            "agno_compression.tokens.after": event.tokens_after,
+            "agno_compression.tokens.saved": max(0, event.tokens_before - event.tokens_after),
+            "agno_compression.messages.folded": len(event.folded_ids),
+            "agno_compression.messages.masked": sum(len(e.masked_ids) for e in state.events[self.first :]),
+            "agno_compression.outputs.shortened": len(event.shortened_ids),
+            "agno_compression.summary.tokens": (
+                manager.counter_for(state.model).count_text(event.summary) if event.summary else 0
+            ),
+        }
+        if event.budget is not None:
+            out["agno_compression.budget"] = event.budget
+        if event.call_index is not None:
+            out["agno_compression.call_index"] = event.call_index
+        if owner is not None:
+            out["session.id"] = out["gen_ai.conversation.id"] = owner.session_id
+            if owner.run_id:
+                out["agno_compression.run.id"] = str(owner.run_id)
+        if event.summarizer_model:
+            out["agno_compression.summarizer.model"] = event.summarizer_model
+        usage = event.summarizer_usage or {}
+        for ours, theirs in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens")):
+            if isinstance(usage.get(theirs), int):
+                out[f"agno_compression.summarizer.{ours}"] = usage[theirs]
+        with contextlib.suppress(Exception):  # a price model is known for every model; never fail a fold on it
+            price = manager.price_for(state.model)
+            out["agno_compression.cache.caches"] = bool(price.caches)
+            if price.caches:
+                out["agno_compression.cache.read_rate"] = float(price.read_rate)
+        return out
+
+    def _end(self, error: BaseException | None, event: FoldEvent | None) -> None:
+        span, end = self.span, time.time_ns()
+        if error is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.record_exception(error)
+            span.set_status(Status(StatusCode.ERROR, str(error)))
+
+        def close() -> None:
+            try:
+                if event is not None and event.record_id is not None:
+                    span.set_attribute("agno_compression.record.id", event.record_id)
+            finally:
+                span.end(end_time=end)
+
+        # The fold's record is written on the recorder's thread after the fold: the span waits for its id there
+        # (ending at the fold's own end time); the run's post-hook waits for both.
+        if event is None or not self.manager._records.then(self.state.context, close):
+            close()
+
+
+def _note(span: Any, event: FoldEvent) -> None:
+    if event.strategy == "mask":
+        span.add_event("agno_compression.mask", {"agno_compression.messages.masked": len(event.masked_ids)})
+    elif event.shortened_ids:
+        span.add_event("agno_compression.shorten", {"agno_compression.outputs.shortened": len(event.shortened_ids)})
+
+
+@contextlib.contextmanager
+def traced(manager: Any, state: RunState, attempt: int | None = None) -> Iterator[FoldTrace | None]:
+    """A ``FoldTrace`` for one fold call, or ``None`` without a tracer provider; finished when the call ends."""
+    found = tracer()
+    if found is None:
+        yield None
+        return
+    try:
+        fold = FoldTrace(found, manager, state, attempt)
+    except Exception as exc:  # tracing never breaks a fold
+        log.debug("agno-compression: fold not traced: %s", exc)
+        yield None
+        return
+    error: BaseException | None = None
+    try:
+        yield fold
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        try:
+            fold.finish(error)
+        except Exception as exc:
+            log.warning("agno-compression: could not trace a fold: %s", exc)
