@@ -62,10 +62,7 @@ def main(out: Path) -> None:
 
 def agentos(out: Path) -> None:
     """The cookbook's AgentOS app on a real uvicorn server (loopback, a free port), its session page in Chromium."""
-    import socket
-    import threading
-
-    import uvicorn
+    from tests._app_server import serving
 
     reason = why_not()
     if reason is not None:
@@ -79,22 +76,10 @@ def agentos(out: Path) -> None:
 
         agent, _, app = agentos_viewer.build(Path(folder) / "agentos_viewer.db")
         agent.run("Review the deployment log of the last six days.", session_id=agentos_viewer.SESSION)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        try:
-            while not server.started:
-                thread.join(0.05)
-            with browser() as context:
-                page = context.new_page()
-                page.goto(f"http://127.0.0.1:{sock.getsockname()[1]}/compression/session/{agentos_viewer.SESSION}")
-                page.screenshot(path=str(out))
-        finally:
-            server.should_exit = True
-            thread.join(30)
-            sock.close()
+        with serving(app) as url, browser() as context:
+            page = context.new_page()
+            page.goto(f"{url}/compression/session/{agentos_viewer.SESSION}")
+            page.screenshot(path=str(out))
     print(f"wrote {out}")
 
 

@@ -9,7 +9,6 @@ AgentOS's own; AgentOS's routes unchanged. Then the page in Chromium, from a rea
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,24 +145,11 @@ def test_options_are_checked(tmp_path: Path) -> None:
 
 @pytest.fixture
 def uvicorn_server(served: tuple[Any, Any]) -> Iterator[str]:
-    import socket
-
-    import uvicorn
+    from tests._app_server import serving
 
     app, _ = served
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            thread.join(0.05)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+    with serving(app) as url:
+        yield url
 
 
 def test_the_page_in_chromium(uvicorn_server: str, tmp_path: Path) -> None:
