@@ -26,8 +26,9 @@ from tests.scenarios import multi_run_session
 
 
 @contextmanager
-def serving(spec: str, schema: str | None = None) -> Iterator[str]:
-    server = make_server(spec, schema=schema, port=0)
+def serving(spec: str, schema: str | None = None, host: str = "127.0.0.1") -> Iterator[str]:
+    """``serve`` of ``spec`` on a free port, listening where ``host`` says, in a thread."""
+    server = make_server(spec, schema=schema, host=host, port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -165,17 +166,6 @@ def ask(base: str, path: str = "/", host: str | None = "127.0.0.1", method: str 
         conn.close()
 
 
-@contextmanager
-def serving_on(spec: str, host: str) -> Iterator[str]:
-    server = make_server(spec, host=host, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_another_host_name_gets_no_session_data(three_sessions: Path) -> None:
     with serving(str(three_sessions)) as base:
         port = base.rsplit(":", 1)[1]
@@ -211,9 +201,9 @@ def test_every_answer_cannot_be_framed_sniffed_or_leak_a_referrer(three_sessions
 
 
 def test_a_host_option_adds_its_name_and_every_interface_answers_addresses(three_sessions: Path) -> None:
-    with serving_on(str(three_sessions), "localhost") as base:
+    with serving(str(three_sessions), host="localhost") as base:
         assert ask(base, host="localhost")[0] == 200 and ask(base, host="evil.example")[0] == 421
-    with serving_on(str(three_sessions), "0.0.0.0") as base:
+    with serving(str(three_sessions), host="0.0.0.0") as base:
         assert ask(base, host="192.168.7.20:8321")[0] == 200, "a browser on the network asks by address"
         assert ask(base, host=socket.gethostname())[0] == 200, "or by this machine's name"
         assert ask(base, host="evil.example")[0] == 421
