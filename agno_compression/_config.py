@@ -77,6 +77,20 @@ def _observations(value: Any) -> None:
     _instance("observations", value, ObservationPolicy, "None, an ObservationPolicy (apply method) or a dict of them")
 
 
+def _tool_kinds(value: Any) -> None:
+    from ._working_set import KINDS
+
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise _bad("tool_kinds", value, "None or a dict of tool name -> kind")
+    for key, kind in value.items():
+        if not isinstance(key, str):
+            raise _bad("tool_kinds", key, "a dict with tool-name (str) keys")
+        if kind is not None and kind not in KINDS:
+            raise _bad(f"tool_kinds[{key!r}]", kind, f"None or one of {', '.join(map(repr, KINDS))}")
+
+
 def _model(value: Any) -> Any:
     """``None``, an agno ``Model``, or agno's ``"provider:model_id"`` string (resolved like agno does)."""
     from agno.models.base import Model
@@ -138,6 +152,9 @@ def check_options(manager: Any) -> None:
         raise _bad("target_ratio", m.target_ratio, "a number from 0.05 to 1.0")
     if not _is_real(m.verbatim_ratio) or not 0.0 <= m.verbatim_ratio <= 0.9:
         raise _bad("verbatim_ratio", m.verbatim_ratio, "a number from 0 to 0.9")
+    if not _is_real(m.working_set_ratio) or not 0.0 <= m.working_set_ratio <= 0.95:
+        raise _bad("working_set_ratio", m.working_set_ratio, "a number from 0 to 0.95")
+    _tool_kinds(m.tool_kinds)
     _int("max_summary_tokens", m.max_summary_tokens, 50)
     if not _is_int(m.min_summary_tokens) or not 10 <= m.min_summary_tokens <= m.max_summary_tokens:
         raise _bad(
@@ -183,6 +200,8 @@ CHECKED: tuple[str, ...] = (
     "summarizer",
     "target_ratio",
     "verbatim_ratio",
+    "working_set_ratio",
+    "tool_kinds",
     "max_summary_tokens",
     "min_summary_tokens",
     "token_counter",

@@ -8,13 +8,14 @@ asks and rewrites.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agno.models.message import Message
 
-from . import _names
+from . import _names, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
@@ -64,6 +65,8 @@ class FoldConfig(Protocol):
     compress_at_tokens: int
     target_ratio: float
     verbatim_ratio: float
+    working_set_ratio: float
+    tool_kinds: Mapping[str, str | None] | None
     max_summary_tokens: int
     min_summary_tokens: int
     search_tool: bool
@@ -143,10 +146,12 @@ class Folder:
         limit = self.budget(state)
         if state.stuck_at is not None:
             # The last fold could not reach the budget: folding one more batch each call would loop. Fold again
-            # only once the span that can be folded has grown by the target gap.
-            if state.prompt_tokens - state.stuck_at < limit - self.target(state):
+            # once a newer tool batch lets the stuck one be folded, or the span that can be folded has grown by
+            # the target gap.
+            newest = next((id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls), None)
+            if newest == state.stuck_on and state.prompt_tokens - state.stuck_at < limit - self.target(state):
                 return False
-            state.stuck_at = None
+            state.stuck_at = state.stuck_on = None
         return state.prompt_tokens > limit or self._pays_to_fold(state)
 
     def _calibrate(self, state: RunState, messages: Sequence[Message]) -> None:
@@ -191,8 +196,12 @@ class Folder:
 
         folded = size(*plan.folded)
         previous = size(plan.history_summary, plan.progress_summary)
-        summary = min(cfg.max_summary_tokens, previous + folded // 10 + 50)  # grows with what it absorbs
+        # the working set is chosen anew at the fold and fills the same room again: it is not freed, it is resent
+        kept = sum(_held_tokens(m, counter) for m in (plan.history_summary, plan.progress_summary))
+        summary = min(cfg.max_summary_tokens, previous - kept + folded // 10 + 50) + kept  # grows with what it absorbs
         freed = folded + previous - summary
+        if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
+            freed -= self._held_estimate(state, plan)
         # the newest batch is new to the provider either way; kept steps before it (verbatim_ratio) are sent anew
         batch = max((i for i, m in enumerate(plan.kept) if m.role == "assistant" and m.tool_calls), default=0)
         # a new history summary: the current user message after it is sent anew too
@@ -227,10 +236,12 @@ class Folder:
                     fallback.name,
                 )
         summaries: dict[str, Summary] = {}
+        held = ""
         if plan.has_work:
-            for kind, request in self._requests(state, plan, summarizer=summarizer):
+            held = self._working_set(state, plan, self.budget(state))
+            for kind, request in self._requests(state, plan, summarizer=summarizer, held=held):
                 summaries[kind] = yield summarizer, request
-        self._apply(state, plan, summaries, run_metrics, tag=tag)
+        self._apply(state, plan, summaries, run_metrics, tag=tag, held=held)
 
     def recover(
         self, state: RunState, attempt: int, run_metrics: Any, fallback: Summarizer
@@ -244,10 +255,12 @@ class Folder:
         # masking alone cannot answer an overflow: the extractive summary does then
         summarizer = self.config.strategy.summarizer or fallback
         summaries: dict[str, Summary] = {}
+        held = ""
         if plan.has_work:
-            for kind, request in self._requests(state, plan, target, summarizer):
+            held = self._working_set(state, plan, limit, target)
+            for kind, request in self._requests(state, plan, target, summarizer, held=held):
                 summaries[kind] = yield summarizer, request
-        self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:")
+        self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:", held=held)
         after = state.sent_tokens  # _apply counted the rewritten list
         self.stats.add("overflow_retries")
         # the model's real window is below the budget: the rest of this run folds at the lower budget, so later
@@ -302,7 +315,12 @@ class Folder:
         return budget
 
     def _requests(
-        self, state: RunState, plan: FoldPlan, target: int | None = None, summarizer: Summarizer | None = None
+        self,
+        state: RunState,
+        plan: FoldPlan,
+        target: int | None = None,
+        summarizer: Summarizer | None = None,
+        held: str = "",
     ) -> list[tuple[str, SummaryRequest]]:
         """One request per summary the fold writes: the history summary, the progress summary, or both.
 
@@ -314,7 +332,8 @@ class Folder:
         summarizer = summarizer or self.config.strategy.summarizer
 
         def text(message: Message | None) -> str | None:
-            return message.get_content_string() if message is not None else None
+            # the working set is the fold's, not the summarizer's: it is chosen anew at every fold
+            return _working_set.split(message.get_content_string())[0] if message is not None else None
 
         # past its budget a summary may grow up to max_summary_tokens rather than drop a file or test it acted on
         hint = counter.count_text(SEARCH_HINT) + 1 if self.config.search_tool else 0
@@ -335,6 +354,7 @@ class Folder:
                 kind=kind,
                 cap_tokens=max(tokens, cap),
                 names=names,
+                held=held,
             )
 
         if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):
@@ -361,8 +381,10 @@ class Folder:
         run_metrics: RunMetrics | None,
         limits: tuple[int, int] | None = None,
         tag: str = "",
+        held: str = "",
     ) -> None:
-        """Rewrite the live list, shorten oversized kept outputs, account usage, record the event."""
+        """Rewrite the live list (the working set ``held`` after the newest summary), shorten oversized kept
+        outputs, account usage, record the event."""
         messages = state.live
         folded_ids: list[str] = []
         texts: list[str] = []
@@ -376,6 +398,10 @@ class Folder:
             }
             head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
             tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
+            if held and last in made:
+                made[last] = make_summary_message(self._with_search_hint(f"{summaries[last].text}\n\n{held}"), last)
+                head = made.get(HISTORY, head) if history is not None else head
+                tail = made.get(PROGRESS, tail) if progress is not None else tail
             messages[:] = plan.view(head, tail)
             folded_ids = [m.id for m in plan.folded]
             texts = [m.get_content_string() for m in (head, tail) if m is not None]
@@ -384,6 +410,9 @@ class Folder:
         shortened = self._shorten_kept(state, plan, *(limits or ()))
         after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
+        state.stuck_on = next(
+            (id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls and state.stuck_at), None
+        )
         if not summaries and not shortened:
             return
         written = summaries.get(PROGRESS) or summaries.get(HISTORY)
@@ -403,6 +432,36 @@ class Folder:
             ),
         )
         self._record(state, event, plan.folded if summaries else [])
+
+    def _held_estimate(self, state: RunState, plan: FoldPlan) -> int:
+        """About how many tokens of what this fold would fold its working set would keep (a quarter token per
+        character of what the run holds and would no longer see verbatim, within the working set's room)."""
+        cfg = self.config
+        with state.original_calls():
+            artifacts = _working_set.collect(state.full_run(state.live), (), cfg.tool_kinds)
+        visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
+        held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
+        return min(held, int(self.budget(state) * cfg.working_set_ratio))
+
+    def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
+        """The working-set section for this fold: what the run has in hand and will no longer see verbatim, within
+        the room between the folded prompt (its summaries at their budget) and ``working_set_ratio`` of the budget
+        (``_working_set``); empty when off or without room."""
+        cfg = self.config
+        if cfg.working_set_ratio <= 0:
+            return ""
+        folded = self.count(state, plan.unchanged_view()) + self._summary_budget(state, plan, target)
+        room = int(limit * cfg.working_set_ratio) - folded
+        if room < _working_set.MIN_PIECE:
+            return ""
+        carried: list[_working_set.Artifact] = []
+        for summary in (plan.history_summary, plan.progress_summary):  # earlier runs' files, from their summaries
+            if summary is not None:
+                carried += _working_set.split(summary.get_content_string())[1]
+        with state.original_calls():  # a write shortened in context wrote the whole file
+            artifacts = _working_set.collect(state.full_run(state.live), carried, cfg.tool_kinds)
+        visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
+        return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 
     def _shorten_kept(
         self, state: RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
@@ -433,6 +492,8 @@ class Folder:
             total = self.count(state, state.live)
             shortened.append(m.id)
         if total > limit:
+            total = self._shorten_calls(state, plan, total, limit, target, shortened)
+        if total > limit:
             log.warning(
                 "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
                 total,
@@ -440,6 +501,29 @@ class Folder:
                 self._parts(state),
             )
         return shortened
+
+    def _shorten_calls(
+        self, state: RunState, plan: FoldPlan, total: int, limit: int, target: int, shortened: list[str]
+    ) -> int:
+        """Shorten the long string arguments of kept calls (a whole file written) in context, largest first, until
+        the prompt fits; the stored run keeps the originals (``RunState.call_originals``). Returns the new total."""
+        counter = self.config.counter_for(state.model)
+        callers = sorted((m for m in plan.kept if m.role == "assistant" and m.tool_calls), key=counter.count_message)
+        for m in reversed(callers):
+            if total <= limit:
+                break
+            size = counter.count_message(m)
+            allowed = max(200, size - (total - target))
+            if allowed >= size:
+                continue
+            calls = [_shorten_call(c, allowed / size) for c in m.tool_calls or []]
+            if calls == m.tool_calls:
+                continue
+            state.call_originals.setdefault(id(m), (m, list(m.tool_calls or [])))
+            m.tool_calls = calls
+            total = self.count(state, state.live)
+            shortened.append(m.id)
+        return total
 
     def _parts(self, state: RunState) -> str:
         """What the live list is made of, largest first: which part keeps a prompt over its budget."""
@@ -487,3 +571,34 @@ class Folder:
                 self.config.on_fold(event, folded)
             except Exception as exc:
                 log.warning("agno-compression: on_fold callback failed: %s", exc)
+
+
+def _shorten_call(call: Any, share: float) -> Any:
+    """A copy of one tool call whose string arguments over 400 characters are cut to ``share`` of their length
+    (JSON arguments only; anything else is returned as it is)."""
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return call
+    raw = call["function"].get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return call
+    if not isinstance(args, dict):
+        return call
+    cut = {
+        k: shorten_text(v, max(400, int(len(v) * share))) if isinstance(v, str) and len(v) > 400 else v
+        for k, v in args.items()
+    }
+    if cut == args:
+        return call
+    return {**call, "function": {**call["function"], "arguments": json.dumps(cut, ensure_ascii=False)}}
+
+
+def _held_tokens(summary: Message | None, counter: TokenCounter) -> int:
+    """Tokens of the working set a summary message carries (0 without one)."""
+    if summary is None:
+        return 0
+    text = summary.get_content_string()
+    if f"## {_working_set.SECTION}" not in text:
+        return 0
+    return counter.count_text(text) - counter.count_text(_working_set.split(text)[0])

@@ -87,8 +87,16 @@ class CompressionManager(AgnoCompressionManager):
     verbatim_ratio: float = 0.0
     """Share of ``compress_at_tokens`` kept verbatim at a fold: the newest whole steps that fit stay as they were
     (besides the last tool batch, always kept). Higher keeps more of what the next step reads, at more tokens."""
+    working_set_ratio: float = 0.6
+    """A fold keeps, verbatim, the files (pages, reports) the run read or wrote and still works with, newest first,
+    until the folded prompt reaches this share of ``compress_at_tokens`` (0: off). Folding then keeps what the
+    next write of a file needs; the prompt after a fold is larger, so folds come sooner."""
+    tool_kinds: Mapping[str, str | None] | None = None
+    """What your own tools are to the working set: ``{"open_doc": "read", "save_doc": "write"}``; kinds are
+    ``read``, ``write``, ``edit``, ``fetch``, ``delegate``; ``None`` leaves a tool out. Known toolkits (agno's,
+    Claude Code, Gemini CLI, Codex, OpenHands) and tools shaped like them are recognized without it."""
     max_summary_tokens: int = 1_300
-    """Upper bound on a summary's size."""
+    """Upper bound on a summary's size (the working set comes on top)."""
     min_summary_tokens: int = 200
     """Smallest budget a summary gets, even when the kept messages are large."""
     token_counter: TokenCounter | None = None
@@ -271,6 +279,7 @@ class CompressionManager(AgnoCompressionManager):
                 self._records.record_late(state.context, state.events)
             state.observe()
             self._count_usage(state)
+            state.restore_calls()
             run_output.messages = state.full_run(messages, memory_only=True)
             metrics = getattr(run_output, "metrics", None)
             for response, model in state.policy_usage:
@@ -296,6 +305,7 @@ class CompressionManager(AgnoCompressionManager):
                 return
             state.observe()
             self._count_usage(state)
+            state.restore_calls()
             live[:] = state.full_run(live)
             for response, model in state.policy_usage:
                 account(response, model, getattr(run_response, "metrics", None))
@@ -315,10 +325,12 @@ class CompressionManager(AgnoCompressionManager):
         lacks the folded messages, so each checkpoint would overwrite the previous one with less.
         """
         folded_view: list[Message] | None = None
+        originals: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         try:
             state = self._runs.find(live)
             if state is not None:
                 self._records.flush(state.context)  # the stored run's folds are stored with it
+                originals = state.original_calls()  # call arguments shortened in context are stored whole
                 full = state.full_run(live[:])
                 if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
                     folded_view = live[:]
@@ -326,7 +338,8 @@ class CompressionManager(AgnoCompressionManager):
         except Exception as exc:  # never break a run: the checkpoint then stores the folded view
             log.warning("agno-compression: could not restore folded messages for a checkpoint: %s", exc)
         try:
-            yield
+            with originals:
+                yield
         finally:
             if folded_view is not None:
                 live[:] = folded_view

@@ -7,9 +7,10 @@ both by ``id()`` and checks identity, so a recycled id never mixes two runs up.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,12 @@ class RunState:
     calibrated_on: str | None = None
     stuck_at: int | None = None
     """Prompt tokens after a fold that could not get under the budget (the kept messages alone exceed it)."""
+    stuck_on: int | None = None
+    """``id()`` of the newest tool batch when the fold got stuck: once a newer batch comes, the stuck one can be
+    folded."""
+    call_originals: dict[int, tuple[Message, list[Any]]] = field(default_factory=dict)
+    """Kept assistant messages whose call arguments were shortened in context, by ``id()``, with their original
+    calls: put back before the run is stored (``full_run``)."""
     limit: int | None = None
     """This run's budget after the provider rejected a prompt as too long (below ``compress_at_tokens``)."""
     mask_fell_back: bool = False
@@ -98,6 +105,24 @@ class RunState:
             if id(m) not in self.seen and not is_summary(m):
                 self.seen.add(id(m))
                 self.ledger.append(m)
+
+    def restore_calls(self) -> None:
+        """Put back the original call arguments of messages shortened in context (the stored run keeps them)."""
+        for message, calls in self.call_originals.values():
+            message.tool_calls = calls
+        self.call_originals.clear()
+
+    @contextlib.contextmanager
+    def original_calls(self) -> Iterator[None]:
+        """Within the block, messages shortened in context hold their original call arguments again."""
+        shortened = {key: message.tool_calls for key, (message, _) in self.call_originals.items()}
+        for message, calls in self.call_originals.values():
+            message.tool_calls = calls
+        try:
+            yield
+        finally:
+            for key, (message, _) in self.call_originals.items():
+                message.tool_calls = shortened.get(key, message.tool_calls)
 
     def full_run(self, current: list[Message], memory_only: bool = False) -> list[Message]:
         """Every message the live list ever held (ledger order), then any of ``current`` not seen yet.

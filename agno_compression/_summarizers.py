@@ -64,6 +64,9 @@ class SummaryRequest:
     cap_tokens: int | None = None
     """How far past ``max_tokens`` a summary may go rather than drop a file or a test it acted on (the manager
     passes ``max_summary_tokens``); ``None``: ``max_tokens`` is the cap too."""
+    held: str = ""
+    """Text the fold keeps beside the summary (its working set: files as read or written): a name it holds is not
+    listed again."""
     names: _names.Names | None = None
     """The names in use after this span, newest first, with those of every earlier fold of the run (the manager
     keeps them between folds, where a summary's text holds only what fit); ``None``: built from ``messages`` and
@@ -168,6 +171,7 @@ class ExtractiveSummarizer:
             max_tokens=request.max_tokens,
             count=request.count_tokens,
             cap_tokens=request.cap_tokens,
+            held=request.held,
         )
         return Summary(text=text, strategy=self.name)
 

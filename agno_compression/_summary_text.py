@@ -128,11 +128,12 @@ def fit(
     max_tokens: int,
     count: Callable[[str], int],
     cap_tokens: int | None = None,
+    held: str = "",
 ) -> str:
     """Render within ``max_tokens``: the ledger first, then what was read (at most ``READ_SHARE`` of the
     budget), then the names in use that the ledger and the reading do not hold (at most ``NAMES_SHARE``), then
     the newest steps; the ledger's files and tests may take the text past ``max_tokens`` up to ``cap_tokens``
-    before any of them is dropped.
+    before any of them is dropped. Names ``held`` (the fold's working set) holds are not listed.
 
     Older steps are condensed (consecutive calls of one tool grouped) before any is dropped; dropped steps
     are counted in one line. The user requests keep the first and the newest that fit in ``REQUEST_SHARE``;
@@ -158,7 +159,7 @@ def fit(
     if names is not None:
         # a name the ledger or the reading already holds is not listed again (the narrative sections may still
         # be cut or dropped below, so they do not count)
-        present = "\n".join([*ledger_lines, *read_lines])
+        present = "\n".join([*ledger_lines, *read_lines, held])
         parts[_names.SECTION] = _names.render(
             names, min(left - 40, int(max_tokens * NAMES_SHARE)), count, present=present
         )

@@ -1,0 +1,120 @@
+"""The working set through real agno agents: agno's FileTools on real files, a fold between reading a file and
+writing its new version, and a write too large for the budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agno.db.base import SessionType
+from agno.db.sqlite import SqliteDb
+from agno.models.message import Message
+from agno.tools.file import FileTools
+
+from agno_compression import CompressionManager
+from agno_compression.testing import Reply, ScriptInfo, ToolCall, scripted_agent
+
+CONFIG = "\n".join(
+    ["class RetryPolicy:", *[f"    backoff_field_{i}: float = {i}.5  # seconds before retry {i}" for i in range(30)]]
+)
+
+
+def _summaries(messages: list[Message]) -> str:
+    return "\n".join(m.get_content_string() for m in messages if getattr(m, "agno_compression_summary", None))
+
+
+def run_checks(index: int) -> str:
+    """Run the project's checks."""
+    return f"check run {index}: " + "all green, nothing to report " * 40
+
+
+def test_a_file_read_before_a_fold_reaches_the_write_that_needs_it(tmp_path: Path) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "config.py"})])
+        if step <= 16:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == 17:
+            seen["summaries"] = _summaries(messages)
+            new = CONFIG.replace("float", "int")
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "config.py", "contents": new})])
+        return Reply(text="Rewrote config.py.")
+
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Make every backoff field an int.")
+    assert manager.stats["folds"] >= 1
+    before_write = model.requests[17].messages
+    assert not any(m.role == "tool" and "RetryPolicy" in m.get_content_string() for m in before_write), "folded"
+    assert "## Working set" in seen["summaries"] and "### file config.py" in seen["summaries"]
+    assert "backoff_field_29: float = 29.5" in seen["summaries"], "the read file is kept whole for the write"
+    assert all(r.prompt_tokens <= 4_000 for r in model.requests)
+    assert (tmp_path / "config.py").read_text() == CONFIG.replace("float", "int")
+
+
+def test_without_a_working_set_the_fold_keeps_only_names(tmp_path: Path) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    for i in range(6):
+        (tmp_path / f"notes_{i}.txt").write_text(f"notes {i}: " + "unrelated filler words " * 120)
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "config.py"})])
+        if info.call_index <= 6:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"notes_{info.call_index - 1}.txt"})])
+        return Reply(text="done")
+
+    manager = CompressionManager(compress_at_tokens=3_000, working_set_ratio=0)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), manager=manager)
+    agent.run("Read them.")
+    assert manager.stats["folds"] >= 1
+    assert "## Working set" not in _summaries(model.requests[-1].messages)
+
+
+def test_your_own_tool_joins_the_working_set_by_tool_kinds() -> None:
+    def lookup(key: str) -> str:
+        """Look a record up."""
+        return "\n".join(f"record {key} field_{i} = value_{i}" for i in range(25))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < 14:
+            return Reply(tool_calls=[ToolCall("lookup", {"key": f"k{info.call_index}"})])
+        return Reply(text="done")
+
+    manager = CompressionManager(compress_at_tokens=4_000, tool_kinds={"lookup": "fetch"})
+    agent, model = scripted_agent(script, lookup, manager=manager)
+    agent.run("Look the records up.")
+    text = _summaries(model.requests[-1].messages)
+    assert "### page lookup(key='k" in text and "field_24 = value_24" in text
+
+
+def test_a_write_too_large_for_the_budget_is_shortened_in_context_and_stored_whole(tmp_path: Path) -> None:
+    huge = "\n".join(f"line_{i} = compute_value({i}, scale=2.5)" for i in range(900))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "gen.py", "contents": huge})])
+        if info.call_index < 5:
+            return Reply(tool_calls=[ToolCall("list_files", {})])
+        return Reply(text="done")
+
+    manager = CompressionManager(compress_at_tokens=4_000)
+    db = SqliteDb(db_file=str(tmp_path / "agent.db"))
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), manager=manager, db=db)
+    output = agent.run("Generate gen.py.")
+    assert (tmp_path / "gen.py").read_text() == huge
+    assert [r.prompt_tokens for r in model.requests if r.prompt_tokens > 4_000] == []
+    stored = db.get_session(session_id=str(output.session_id), session_type=SessionType.AGENT)
+    runs = stored.runs if stored is not None else []
+    writes = [
+        json.loads(c["function"]["arguments"])["contents"]
+        for run in runs
+        for m in run.messages or []
+        for c in m.tool_calls or []
+        if c["function"]["name"] == "save_file"
+    ]
+    assert writes == [huge], "the stored run keeps the whole write"

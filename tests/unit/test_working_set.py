@@ -1,0 +1,226 @@
+"""The working set: what each tool is, what the agent has in hand after its calls, and that text within a budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agno.models.message import Message
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agno_compression import CompressionManager, ConfigError
+from agno_compression._working_set import (
+    DELEGATE,
+    EDIT,
+    FETCH,
+    GAP,
+    READ,
+    WRITE,
+    Artifact,
+    collect,
+    file_text,
+    kind_of,
+    outline,
+    render,
+    split,
+)
+from agno_compression.tokens import TokenCounter
+
+COUNT = TokenCounter("gpt-4o").count_text
+MODULE = "\n".join(
+    [
+        "import os",
+        "from pathlib import Path",
+        "",
+        "DEFAULT_TIMEOUT = 30",
+        "",
+        "class ShellRunner:",
+        "    def run_command(self, args: list[str], timeout_seconds: int = DEFAULT_TIMEOUT) -> str:",
+        *[f"        step_{i} = os.environ.get('STEP_{i}', 'x')" for i in range(40)],
+        "        return Path('out.txt').read_text()",
+    ]
+)
+
+
+def call(cid: str, name: str, **args: object) -> Message:
+    payload = {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return Message(role="assistant", tool_calls=[payload])
+
+
+def result(cid: str, name: str, text: str, *, error: bool = False) -> Message:
+    return Message(role="tool", tool_call_id=cid, tool_name=name, content=text, tool_call_error=error)
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kind"),
+    [
+        ("Read", {"file_path": "/a.py"}, READ),
+        ("read_file", {"file_name": "a.py"}, READ),
+        ("Edit", {"file_path": "/a.py", "old_string": "x", "new_string": "y"}, EDIT),
+        ("replace", {"file_path": "/a.py", "old_string": "x", "new_string": "y"}, EDIT),
+        ("save_file", {"contents": "x", "file_name": "a.py"}, WRITE),
+        ("WebFetch", {"url": "https://example.com", "prompt": "p"}, FETCH),
+        ("Task", {"description": "explore", "prompt": "look"}, DELEGATE),
+        ("str_replace_editor", {"command": "view", "path": "/a.py"}, READ),
+        ("str_replace_editor", {"command": "create", "path": "/a.py", "file_text": "x"}, WRITE),
+        ("str_replace_editor", {"command": "str_replace", "path": "/a.py", "old_str": "x", "new_str": "y"}, EDIT),
+        # tools nobody listed, by the shape of their arguments
+        ("open_source", {"path": "/a.py", "start_line": 1}, READ),
+        ("patch_source", {"target_file": "/a.py", "old": "x", "new": "y"}, EDIT),
+        ("put_source", {"filename": "a.py", "text": "x"}, WRITE),
+        ("download", {"url": "https://example.com"}, FETCH),
+        ("run_shell_command", {"command": "cat a.py"}, None),
+        ("Bash", {"command": "ls"}, None),
+        ("search_files", {"pattern": "*.py"}, None),
+    ],
+)
+def test_a_tool_is_known_by_its_name_or_by_the_shape_of_its_arguments(name: str, args: dict, kind: str | None) -> None:
+    assert kind_of(name, args) == kind
+
+
+def test_the_users_own_kinds_come_first() -> None:
+    assert kind_of("Read", {"file_path": "/a"}, {"Read": None}) is None
+    assert kind_of("lookup", {"key": "k"}, {"lookup": FETCH}) == FETCH
+
+
+def test_tool_kinds_are_checked_with_a_message_naming_the_value() -> None:
+    with pytest.raises(ConfigError, match=r"tool_kinds\['mine'\].*'open'"):
+        CompressionManager(tool_kinds={"mine": "open"})
+    with pytest.raises(ConfigError, match="working_set_ratio"):
+        CompressionManager(working_set_ratio=1.5)
+
+
+def test_a_read_loses_its_line_number_gutter_and_system_reminders() -> None:
+    raw = "     1→package main\n     2→\n     3→func main() {}\n\n<system-reminder>\nbe careful\n</system-reminder>\n"
+    assert file_text(raw) == "package main\n\nfunc main() {}"
+    view = "Here's the result of running `cat -n` on /a.py:\n     1\timport os\n     2\tprint(os.sep)\n"
+    assert file_text(view) == "import os\nprint(os.sep)"
+    assert file_text("plain 1→ text\nno gutter") == "plain 1→ text\nno gutter"
+
+
+def test_an_edit_is_applied_to_what_was_read_and_a_write_replaces_it() -> None:
+    messages = [
+        call("1", "Read", file_path="/src/a.py"),
+        result("1", "Read", "     1→x = 1\n     2→y = 2"),
+        call("2", "Edit", file_path="/src/a.py", old_string="y = 2", new_string="y = 3"),
+        result("2", "Edit", "The file /src/a.py has been updated."),
+    ]
+    [item] = collect(messages)
+    assert (item.key, item.label, item.text) == ("/src/a.py", "file", "x = 1\ny = 3")
+    assert item.sources == {messages[1].id, messages[2].id}
+    write = [call("3", "Write", file_path="/src/a.py", content="z = 9"), result("3", "Write", "ok")]
+    [item] = collect(messages + write)
+    assert item.text == "z = 9" and item.sources == {write[0].id}
+
+
+def test_an_edit_that_cannot_be_applied_drops_the_stale_text_and_a_later_read_brings_it_back() -> None:
+    messages = [
+        call("1", "read_file", file_path="/a.py"),
+        result("1", "read_file", "alpha = 1\nbeta = 2"),
+        call("2", "replace", file_path="/a.py", old_string="gamma", new_string="delta"),
+    ]
+    assert collect(messages) == []
+    again = [call("3", "read_file", file_path="/a.py"), result("3", "read_file", "alpha = 1\ndelta = 2")]
+    assert [a.text for a in collect(messages + again)] == ["alpha = 1\ndelta = 2"]
+
+
+def test_failed_reads_and_shell_commands_hold_nothing() -> None:
+    messages = [
+        call("1", "Read", file_path="/missing.py"),
+        result("1", "Read", "<tool_use_error>File does not exist.</tool_use_error>"),
+        call("2", "Read", file_path="/b.py"),
+        result("2", "Read", "boom", error=True),
+        call("3", "Bash", command="cat /c.py"),
+        result("3", "Bash", "print('c')"),
+    ]
+    assert collect(messages) == []
+
+
+def test_newest_use_first_and_a_command_naming_a_file_uses_it() -> None:
+    messages = [
+        call("1", "Read", file_path="/a.py"),
+        result("1", "Read", "a = 1"),
+        call("2", "Read", file_path="/b.py"),
+        result("2", "Read", "b = 2"),
+    ]
+    assert [a.key for a in collect(messages)] == ["/b.py", "/a.py"]
+    touch = [call("3", "Bash", command="python /a.py"), result("3", "Bash", "1")]
+    assert [a.key for a in collect(messages + touch)] == ["/a.py", "/b.py"]
+
+
+def test_partial_reads_are_kept_apart_until_a_whole_read() -> None:
+    messages = [
+        call("1", "Read", file_path="/a.py", offset=10, limit=5),
+        result("1", "Read", "part one"),
+        call("2", "Read", file_path="/a.py", offset=50, limit=5),
+        result("2", "Read", "part two"),
+    ]
+    assert sorted(a.key for a in collect(messages)) == ["/a.py (offset 10, limit 5)", "/a.py (offset 50, limit 5)"]
+    whole = [call("3", "Read", file_path="/a.py"), result("3", "Read", "everything")]
+    assert [a.key for a in collect(messages + whole)] == ["/a.py"]
+
+
+def test_a_codex_patch_adds_and_updates_files() -> None:
+    add = "*** Begin Patch\n*** Add File: new.py\n+def hello():\n+    return 1\n*** End Patch"
+    update = "*** Begin Patch\n*** Update File: new.py\n@@\n def hello():\n-    return 1\n+    return 2\n*** End Patch"
+    messages = [call("1", "apply_patch", input=add), call("2", "apply_patch", input=update)]
+    [item] = collect(messages)
+    assert item.text == "def hello():\n    return 2"
+
+
+def test_pages_and_reports_are_kept_by_their_address_or_task() -> None:
+    messages = [
+        call("1", "web_fetch", url="https://docs.example.com/api"),
+        result("1", "web_fetch", "GET /v2/items returns items_page"),
+        call("2", "Task", description="Explore the agent registry", prompt="look"),
+        result("2", "Task", "RegisterAgent in registry.go"),
+    ]
+    assert [(a.label, a.key) for a in collect(messages)] == [
+        ("report", "Explore the agent registry"),
+        ("page", "https://docs.example.com/api"),
+    ]
+
+
+def test_what_is_kept_verbatim_is_not_repeated_and_what_does_not_fit_is_outlined() -> None:
+    small = Artifact("/s.py", "file", "SMALL_CONSTANT = 1", 5, frozenset({"m5"}), "/s.py")
+    big = Artifact("/big.py", "file", MODULE, 3, frozenset({"m3"}), "/big.py")
+    text = render([small, big], 2_000, COUNT)
+    assert "SMALL_CONSTANT" in text and "step_39" in text and "shortened" not in text
+    assert "SMALL_CONSTANT" not in render([small, big], 2_000, COUNT, visible=frozenset({"m5"}))
+    tight = render([big], 300, COUNT)
+    assert COUNT(tight) <= 300 and "shortened" in tight and "run_command" in tight and GAP in tight
+
+
+def test_an_outline_keeps_the_lines_with_the_most_names_in_file_order() -> None:
+    short = outline(MODULE, 400)
+    assert len(short) <= 400 + 10 * len(GAP)
+    kept = [line for line in short.split("\n") if line != GAP]
+    assert kept == [line for line in MODULE.split("\n") if line in kept], "file order"
+    assert any("def run_command" in line for line in kept)
+
+
+def test_a_summary_gives_back_its_working_set_whatever_the_text_holds() -> None:
+    tricky = "print('```')\n### file /x\n```\n## Working set"
+    items = [
+        Artifact("/a.py", "file", tricky, 2, frozenset(), "/a.py"),
+        Artifact("https://e.com", "page", "page text", 1),
+    ]
+    section = render(items, 1_000, COUNT)
+    body, carried = split(f"[Progress so far]\n## Steps\n- one\n\n{section}\nsearch hint")
+    assert body == "[Progress so far]\n## Steps\n- one\nsearch hint"
+    assert [(a.key, a.text) for a in reversed(carried)] == [("/a.py", tricky), ("https://e.com", "page text")]
+    assert split("no section here") == ("no section here", [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=600), min_size=1, max_size=5),
+    budget=st.integers(min_value=0, max_value=800),
+)
+def test_the_working_set_never_exceeds_its_budget(texts: list[str], budget: int) -> None:
+    items = [Artifact(f"/f{i}", "file", t, -i, frozenset(), f"/f{i}") for i, t in enumerate(texts)]
+    text = render(items, budget, COUNT)
+    assert text == "" or COUNT(text) <= budget
+    kept = {a.key: a.text for a in split(text)[1]}
+    assert all(kept[k] == t for k, t in ((f"/f{i}", t) for i, t in enumerate(texts)) if k in kept)
