@@ -8,7 +8,6 @@ asks and rewrites.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,20 +18,18 @@ from . import _names, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
-from ._observations import shorten_text
 from ._plan import (
     HISTORY,
     PROGRESS,
-    SYSTEM_ROLES,
     FoldPlan,
     find_current_user,
-    is_summary,
     make_summary_message,
     plan_fold,
     recent_start,
 )
 from ._records import FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
+from ._shortening import shorten_kept
 from ._stats import Stats
 from ._stores import usage_dict
 from ._summarizers import (
@@ -197,7 +194,11 @@ class Folder:
         folded = size(*plan.folded)
         previous = size(plan.history_summary, plan.progress_summary)
         # the working set is chosen anew at the fold and fills the same room again: it is not freed, it is resent
-        kept = sum(_held_tokens(m, counter) for m in (plan.history_summary, plan.progress_summary))
+        kept = sum(
+            _working_set.held_tokens(m.get_content_string(), counter.count_text)
+            for m in (plan.history_summary, plan.progress_summary)
+            if m is not None
+        )
         summary = min(cfg.max_summary_tokens, previous - kept + folded // 10 + 50) + kept  # grows with what it absorbs
         freed = folded + previous - summary
         if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
@@ -306,7 +307,7 @@ class Folder:
         # last one and then some: half of what is left after that goes to the summary.
         limit = self.budget(state) if target is None else int(target / cfg.target_ratio)
         batch = sum(counter.count_message(m) for m in plan.kept if m.role in ("assistant", "tool"))
-        if kept_tokens > limit:  # the kept outputs get shortened down to the goal (_shorten_kept): plan for that
+        if kept_tokens > limit:  # the kept outputs get shortened down to the goal (shorten_kept): plan for that
             kept_tokens, batch = goal, min(batch, goal)
         headroom = (limit - kept_tokens - batch) // 2
         budget = min(cfg.max_summary_tokens, max(cfg.min_summary_tokens, goal - kept_tokens, headroom))
@@ -407,7 +408,10 @@ class Folder:
             texts = [m.get_content_string() for m in (head, tail) if m is not None]
             for summary in summaries.values():
                 account(summary.response, summary.model, run_metrics)
-        shortened = self._shorten_kept(state, plan, *(limits or ()))
+        limit, target = limits or (self.budget(state), self.target(state))
+        shortened = shorten_kept(
+            state, plan, lambda m: self.count(state, m), self.config.counter_for(state.model), limit, target
+        )
         after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
         state.stuck_on = next(
@@ -463,85 +467,6 @@ class Folder:
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 
-    def _shorten_kept(
-        self, state: RunState, plan: FoldPlan, limit: int | None = None, target: int | None = None
-    ) -> list[str]:
-        """Shorten the largest kept tool outputs (in context only) until the prompt fits the budget."""
-        limit = self.budget(state) if limit is None else limit
-        target = self.target(state) if target is None else target
-        counter = self.config.counter_for(state.model)
-        total = self.count(state, state.live)
-        if total <= limit:
-            return []
-        shortened: list[str] = []
-        tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
-        for m in tools:
-            if total <= limit:
-                break
-            if m.compressed_content is None and not isinstance(m.content, str):
-                continue  # image or other parts: a text stand-in would change what the model receives
-            size = counter.count_message(m)
-            text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
-            allowed = max(200, size - (total - target))
-            if allowed >= size:
-                continue
-            chars = max(400, int(len(text) * allowed / max(size, 1)))
-            if len(text) <= chars:
-                continue
-            m.compressed_content = shorten_text(text, chars)
-            total = self.count(state, state.live)
-            shortened.append(m.id)
-        if total > limit:
-            total = self._shorten_calls(state, plan, total, limit, target, shortened)
-        if total > limit:
-            log.warning(
-                "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
-                total,
-                limit,
-                self._parts(state),
-            )
-        return shortened
-
-    def _shorten_calls(
-        self, state: RunState, plan: FoldPlan, total: int, limit: int, target: int, shortened: list[str]
-    ) -> int:
-        """Shorten the long string arguments of kept calls (a whole file written) in context, largest first, until
-        the prompt fits; the stored run keeps the originals (``RunState.call_originals``). Returns the new total."""
-        counter = self.config.counter_for(state.model)
-        callers = sorted((m for m in plan.kept if m.role == "assistant" and m.tool_calls), key=counter.count_message)
-        for m in reversed(callers):
-            if total <= limit:
-                break
-            size = counter.count_message(m)
-            allowed = max(200, size - (total - target))
-            if allowed >= size:
-                continue
-            calls = [_shorten_call(c, allowed / size) for c in m.tool_calls or []]
-            if calls == m.tool_calls:
-                continue
-            state.call_originals.setdefault(id(m), (m, list(m.tool_calls or [])))
-            m.tool_calls = calls
-            total = self.count(state, state.live)
-            shortened.append(m.id)
-        return total
-
-    def _parts(self, state: RunState) -> str:
-        """What the live list is made of, largest first: which part keeps a prompt over its budget."""
-        counter = self.config.counter_for(state.model)
-        live = state.live
-        system = [m for m in live if m.role in SYSTEM_ROLES]
-        summaries = [m for m in live if is_summary(m)]
-        current = [m for m in live if m is state.current]
-        apart = {id(m) for m in (*system, *summaries, *current)}
-        rest = [m for m in live if id(m) not in apart]
-        sizes = {
-            "system messages and tool definitions": self.count(state, system),
-            "summaries": counter.count_messages(summaries) if summaries else 0,
-            "the current user message": counter.count_messages(current) if current else 0,
-            "the kept steps": counter.count_messages(rest) if rest else 0,
-        }
-        return ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size)
-
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = event.call_index = state.calls
         event.budget = self.budget(state)
@@ -571,34 +496,3 @@ class Folder:
                 self.config.on_fold(event, folded)
             except Exception as exc:
                 log.warning("agno-compression: on_fold callback failed: %s", exc)
-
-
-def _shorten_call(call: Any, share: float) -> Any:
-    """A copy of one tool call whose string arguments over 400 characters are cut to ``share`` of their length
-    (JSON arguments only; anything else is returned as it is)."""
-    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
-        return call
-    raw = call["function"].get("arguments")
-    try:
-        args = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return call
-    if not isinstance(args, dict):
-        return call
-    cut = {
-        k: shorten_text(v, max(400, int(len(v) * share))) if isinstance(v, str) and len(v) > 400 else v
-        for k, v in args.items()
-    }
-    if cut == args:
-        return call
-    return {**call, "function": {**call["function"], "arguments": json.dumps(cut, ensure_ascii=False)}}
-
-
-def _held_tokens(summary: Message | None, counter: TokenCounter) -> int:
-    """Tokens of the working set a summary message carries (0 without one)."""
-    if summary is None:
-        return 0
-    text = summary.get_content_string()
-    if f"## {_working_set.SECTION}" not in text:
-        return 0
-    return counter.count_text(text) - counter.count_text(_working_set.split(text)[0])

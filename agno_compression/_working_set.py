@@ -476,3 +476,10 @@ def split(text: str) -> tuple[str, list[Artifact]]:
     rest = body[end:].lstrip("\n")
     head = text[:at].rstrip("\n")
     return (f"{head}\n{rest}" if rest else head), list(reversed(items))
+
+
+def held_tokens(text: str, count: Callable[[str], int]) -> int:
+    """Tokens of the working-set section a summary's ``text`` carries (0 without one)."""
+    if f"## {SECTION}" not in text:
+        return 0
+    return count(text) - count(split(text)[0])

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_ledger",
                 "_reading",
                 "_names",
+                "_working_set",
                 "_summarizers",
                 "_summary_text",
                 "_breakpoints",
@@ -41,7 +42,18 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "agno integration",
         frozenset(
-            {"_manager", "_runs", "_runner", "_fold", "_policies", "_events", "_records", "_stats", "_metrics"}
+            {
+                "_manager",
+                "_runs",
+                "_runner",
+                "_fold",
+                "_shortening",
+                "_policies",
+                "_events",
+                "_records",
+                "_stats",
+                "_metrics",
+            }
             | {"_compat", "_checkpoints", "_recovery", "_prompt_cache", "_tracing"}
         ),
     ),

@@ -20,6 +20,7 @@ from agno_compression._working_set import (
     Artifact,
     collect,
     file_text,
+    held_tokens,
     kind_of,
     outline,
     render,
@@ -224,3 +225,31 @@ def test_the_working_set_never_exceeds_its_budget(texts: list[str], budget: int)
     assert text == "" or COUNT(text) <= budget
     kept = {a.key: a.text for a in split(text)[1]}
     assert all(kept[k] == t for k, t in ((f"/f{i}", t) for i, t in enumerate(texts)) if k in kept)
+
+
+def test_the_summary_does_not_list_again_the_names_the_working_set_holds() -> None:
+    from agno_compression import SummaryRequest
+    from agno_compression._summarizers import ExtractiveSummarizer
+
+    source = "\n".join(f"    backoff_field_{i} = {i}" for i in range(40))
+    messages = [
+        call("1", "Read", file_path="/src/retry_policy.py"),
+        result("1", "Read", f"class RetryPolicy:\n{source}"),
+        call("2", "Bash", command="python -m pytest tests/test_retry.py -k backoff_field_3"),
+        result("2", "Bash", "1 passed"),
+    ]
+
+    def names(held: str) -> str:
+        request = SummaryRequest(messages=messages, previous=None, max_tokens=900, count_tokens=COUNT, held=held)
+        text = ExtractiveSummarizer().summarize(request).text
+        return text.split("## Names in use", 1)[1].split("\n## ", 1)[0] if "## Names in use" in text else ""
+
+    assert "backoff_field_39" in names("")
+    assert "backoff_field_39" not in names(render(collect(messages), 800, COUNT))
+
+
+def test_the_working_set_a_summary_carries_is_counted_apart() -> None:
+    section = render([Artifact("/a.py", "file", "alpha_value = 1", 1, frozenset(), "/a.py")], 500, COUNT)
+    body = "[Progress so far]\n## Steps\n- one"
+    assert held_tokens(body, COUNT) == 0
+    assert held_tokens(f"{body}\n\n{section}", COUNT) == COUNT(f"{body}\n\n{section}") - COUNT(body)

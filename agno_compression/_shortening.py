@@ -1,0 +1,133 @@
+"""Kept steps made to fit the budget: the largest kept tool outputs, then the long arguments of kept calls (a whole
+file written), shortened in context only.
+
+A fold keeps the last tool batch verbatim; when that alone exceeds the budget, the model gets it shortened. Tool
+outputs carry their in-context text in agno's ``compressed_content`` (the stored message keeps every byte); a call's
+arguments have no such field, so the message holds the shortened calls while the run lasts and
+``RunState.call_originals`` puts the originals back before the run, a checkpoint or a paused run is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agno.models.message import Message
+
+from ._observations import shorten_text
+from ._plan import SYSTEM_ROLES, FoldPlan, is_summary
+from ._runs import RunState
+from .tokens import TokenCounter
+
+log = logging.getLogger("agno_compression")
+
+Count = Callable[[Sequence[Message]], int]
+"""Prompt tokens of a message list with the run's tool definitions."""
+
+
+def shorten_kept(
+    state: RunState, plan: FoldPlan, count: Count, counter: TokenCounter, limit: int, target: int
+) -> list[str]:
+    """Shorten the largest kept tool outputs, then kept call arguments, until the prompt fits ``limit`` (aiming
+    at ``target``); the ids of the messages shortened. Warns, naming the prompt's parts, when it still does not."""
+    total = count(state.live)
+    if total <= limit:
+        return []
+    shortened: list[str] = []
+    tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
+    for m in tools:
+        if total <= limit:
+            break
+        if m.compressed_content is None and not isinstance(m.content, str):
+            continue  # image or other parts: a text stand-in would change what the model receives
+        size = counter.count_message(m)
+        text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
+        allowed = max(200, size - (total - target))
+        if allowed >= size:
+            continue
+        chars = max(400, int(len(text) * allowed / max(size, 1)))
+        if len(text) <= chars:
+            continue
+        m.compressed_content = shorten_text(text, chars)
+        total = count(state.live)
+        shortened.append(m.id)
+    if total > limit:
+        total = _shorten_calls(state, plan, count, counter, total, (limit, target), shortened)
+    if total > limit:
+        log.warning(
+            "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
+            total,
+            limit,
+            parts(state, count, counter),
+        )
+    return shortened
+
+
+def _shorten_calls(
+    state: RunState,
+    plan: FoldPlan,
+    count: Count,
+    counter: TokenCounter,
+    total: int,
+    limits: tuple[int, int],
+    shortened: list[str],
+) -> int:
+    """Shorten the long string arguments of kept calls, largest message first, until the prompt fits; the stored
+    run keeps the originals (``RunState.call_originals``). Returns the new total."""
+    limit, target = limits
+    callers = sorted((m for m in plan.kept if m.role == "assistant" and m.tool_calls), key=counter.count_message)
+    for m in reversed(callers):
+        if total <= limit:
+            break
+        size = counter.count_message(m)
+        allowed = max(200, size - (total - target))
+        if allowed >= size:
+            continue
+        calls = [shorten_call(c, allowed / size) for c in m.tool_calls or []]
+        if calls == m.tool_calls:
+            continue
+        state.call_originals.setdefault(id(m), (m, list(m.tool_calls or [])))
+        m.tool_calls = calls
+        total = count(state.live)
+        shortened.append(m.id)
+    return total
+
+
+def shorten_call(call: Any, share: float) -> Any:
+    """A copy of one tool call whose string arguments over 400 characters are cut to ``share`` of their length
+    (JSON arguments only; anything else is returned as it is)."""
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        return call
+    raw = call["function"].get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return call
+    if not isinstance(args, dict):
+        return call
+    cut = {
+        k: shorten_text(v, max(400, int(len(v) * share))) if isinstance(v, str) and len(v) > 400 else v
+        for k, v in args.items()
+    }
+    if cut == args:
+        return call
+    return {**call, "function": {**call["function"], "arguments": json.dumps(cut, ensure_ascii=False)}}
+
+
+def parts(state: RunState, count: Count, counter: TokenCounter) -> str:
+    """What the live list is made of, largest first: which part keeps a prompt over its budget."""
+    live = state.live
+    system = [m for m in live if m.role in SYSTEM_ROLES]
+    summaries = [m for m in live if is_summary(m)]
+    current = [m for m in live if m is state.current]
+    apart = {id(m) for m in (*system, *summaries, *current)}
+    rest = [m for m in live if id(m) not in apart]
+    sizes = {
+        "system messages and tool definitions": count(system),
+        "summaries": counter.count_messages(summaries) if summaries else 0,
+        "the current user message": counter.count_messages(current) if current else 0,
+        "the kept steps": counter.count_messages(rest) if rest else 0,
+    }
+    return ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]) if size)
