@@ -2,7 +2,8 @@
 
 The agent lists a folder holding a few of agno's own tool modules, reads each whole, searches them, rewrites one
 (adds an ``__all__``), checks it compiles with a shell command and writes NOTES.md. Whole-file reads fill the
-prompt fast: the manager folds them mid-run, and the new version of the file is written after the fold.
+prompt fast: the manager folds them mid-run, keeping the files it can (verbatim, or outlined) in the summary's
+working set, and the new version of the file is written after the fold.
 
 Offline by default (a scripted model decides which tool to call; the tools are agno's own and work on real files
 in a temporary folder). With GOOGLE_API_KEY set, Gemini drives the same tools.
@@ -95,7 +96,7 @@ def main() -> None:
         work = Path(folder)
         for name in FILES:
             shutil.copy(SOURCES / name, work / name)
-        manager = CompressionManager(compress_at_tokens=6_000, summarizer="extractive")
+        manager = CompressionManager(compress_at_tokens=8_000, summarizer="extractive")
         agent = manager.attach(
             Agent(
                 model=pick_model(make_script(work)),
@@ -117,6 +118,10 @@ def main() -> None:
         exported = next((line for line in (work / TARGET).read_text().splitlines() if line.startswith("__all__")), None)
         print(f"{TARGET}: {exported or 'no __all__ written'}; NOTES.md written: {(work / 'NOTES.md').is_file()}")
     print_folds(manager, db_file, agent.session_id)
+    # the files a fold kept verbatim (or outlined) for the write that needs them: the working set
+    newest = manager.events[-1].summary or "" if manager.events else ""
+    held = [line[4:] for line in newest.splitlines() if line.startswith(("### file ", "### page ", "### report "))]
+    print(f"\nWorking set of the newest fold: {', '.join(held) or '(none)'}")
 
 
 if __name__ == "__main__":

@@ -104,6 +104,7 @@ def test_file_agent_reads_whole_files_rewrites_one_and_runs_a_command_across_fol
         "save_file",
     ]
     assert 'shell.py: __all__ = ["ShellTools"]; NOTES.md written: True' in stdout
+    assert "Working set of the newest fold: file " in stdout, "the fold kept files it read for the writes"
 
     from agno.db.sqlite import SqliteDb
 
