@@ -142,11 +142,11 @@ class Folder:
         state.prompt_tokens = state.sent_tokens = self.count(state, messages)
         limit = self.budget(state)
         if state.stuck_at is not None:
-            # The last fold could not reach the budget: folding one more batch each call would loop. Fold again
-            # once a newer tool batch lets the stuck one be folded, or the span that can be folded has grown by
-            # the target gap.
+            # The last fold could not reach the budget: folding one more batch each call would loop. Fold again once
+            # a newer tool batch lets a stuck one go, or the span that can be folded has grown by the target gap.
             newest = next((id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls), None)
-            if newest == state.stuck_on and state.prompt_tokens - state.stuck_at < limit - self.target(state):
+            same = state.stuck_on in (None, newest)  # stuck on the floor (None), or on a batch still the newest
+            if same and state.prompt_tokens - state.stuck_at < limit - self.target(state):
                 return False
             state.stuck_at = state.stuck_on = None
         return state.prompt_tokens > limit or self._pays_to_fold(state)
@@ -414,9 +414,11 @@ class Folder:
         )
         after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
-        state.stuck_on = next(
-            (id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls and state.stuck_at), None
-        )
+        # stuck on a large kept batch (not on the system prompt or the user message): a newer batch lets it go
+        steps = self.config.counter_for(state.model).count_messages(plan.kept) if state.stuck_at else 0
+        movable = state.stuck_at is not None and state.stuck_at - steps <= self.target(state)
+        state.stuck_on = next((id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls), None)
+        state.stuck_on = state.stuck_on if movable else None
         if not summaries and not shortened:
             return
         written = summaries.get(PROGRESS) or summaries.get(HISTORY)
