@@ -444,7 +444,7 @@ class Folder:
         character of what the run holds and would no longer see verbatim, within the working set's room)."""
         cfg = self.config
         with state.original_calls():
-            artifacts = _working_set.collect(state.full_run(state.live), (), cfg.tool_kinds)
+            artifacts = _working_set.collect(state.full_run(state.live), (), cfg.tool_kinds, order=False)
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
         return min(held, int(self.budget(state) * cfg.working_set_ratio))

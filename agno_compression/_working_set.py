@@ -212,14 +212,18 @@ def _call_label(name: str, args: Mapping[str, Any]) -> str:
 class _Tracker:
     """Walks messages in order and keeps what the agent has in hand, by key."""
 
-    def __init__(self, carried: Iterable[Artifact], overrides: Mapping[str, str | None] | None) -> None:
+    def __init__(
+        self, carried: Iterable[Artifact], overrides: Mapping[str, str | None] | None, order: bool = True
+    ) -> None:
+        self.order = order
         self.items: dict[str, Artifact] = {a.key: a for a in carried}
         self.overrides = overrides
         self.pending: dict[str, tuple[str, Any, str]] = {}  # call id -> (kind, args, tool name)
         self.names: dict[str, frozenset[str]] = {}  # text -> its identifiers (texts repeat across calls)
 
     def call(self, i: int, message: Message) -> None:
-        self._use(i, message)
+        if self.order:
+            self._use(i, message)
         for call in message.tool_calls or []:
             if not isinstance(call, dict):
                 continue
@@ -339,10 +343,12 @@ def collect(
     messages: Sequence[Message],
     carried: Iterable[Artifact] = (),
     overrides: Mapping[str, str | None] | None = None,
+    *,
+    order: bool = True,
 ) -> list[Artifact]:
     """What the agent has in hand after ``messages`` (on top of ``carried``, from an earlier summary), newest
     first."""
-    tracker = _Tracker(carried, overrides)
+    tracker = _Tracker(carried, overrides, order)
     for i, m in enumerate(messages):
         if m.role == "assistant" and m.tool_calls:
             tracker.call(i, m)
