@@ -442,12 +442,12 @@ class Folder:
     def _held_estimate(self, state: RunState, plan: FoldPlan) -> int:
         """About how many tokens of what this fold would fold its working set would keep (a quarter token per
         character of what the run holds and would no longer see verbatim, within the working set's room)."""
-        cfg = self.config
+        walk = state.walk = state.walk or _working_set.Walk(self.config.tool_kinds)  # walks only what came since
         with state.original_calls():
-            artifacts = _working_set.collect(state.full_run(state.live), (), cfg.tool_kinds, order=False)
+            artifacts = walk.artifacts(state.full_run(state.live))
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
-        return min(held, int(self.budget(state) * cfg.working_set_ratio))
+        return min(held, int(self.budget(state) * self.config.working_set_ratio))
 
     def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
         """The working-set section for this fold: what the run has in hand and will no longer see verbatim, within

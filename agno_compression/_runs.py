@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._events import FoldEvent
     from ._names import Names
     from ._stores import CompressionStore, SessionCompression
+    from ._working_set import Walk
 
 MAX_TRACKED_RUNS = 256
 """Runs remembered at once; the oldest is forgotten first (a run whose post-hook never came)."""
@@ -95,6 +96,8 @@ class RunState:
     """``calls`` at the newest fold of this live list."""
     names: Names | None = None
     """The names in use of every step this run folded so far (its progress summaries show only what fits)."""
+    walk: Walk | None = None
+    """What the run has in hand for the working set, walked as messages come (``_fold._held_estimate``)."""
     cache_tail: tuple[int, int] | None = None
     """Where the previous request of this loop had its newest block, and how many folds had happened then: a
     cache breakpoint there is still valid while no fold came in between (``_prompt_cache``)."""

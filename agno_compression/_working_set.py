@@ -28,6 +28,7 @@ from agno.models.message import Message
 from ._messages import call_arguments, content_text
 from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
+from ._outline import outline
 from ._reading import identifiers_in
 
 READ = "read"
@@ -221,6 +222,12 @@ class _Tracker:
         self.pending: dict[str, tuple[str, Any, str]] = {}  # call id -> (kind, args, tool name)
         self.names: dict[str, frozenset[str]] = {}  # text -> its identifiers (texts repeat across calls)
 
+    def feed(self, i: int, message: Message) -> None:
+        if message.role == "assistant" and message.tool_calls:
+            self.call(i, message)
+        elif message.role == "tool":
+            self.result(i, message)
+
     def call(self, i: int, message: Message) -> None:
         if self.order:
             self._use(i, message)
@@ -350,60 +357,32 @@ def collect(
     first."""
     tracker = _Tracker(carried, overrides, order)
     for i, m in enumerate(messages):
-        if m.role == "assistant" and m.tool_calls:
-            tracker.call(i, m)
-        elif m.role == "tool":
-            tracker.result(i, m)
+        tracker.feed(i, m)
     return sorted(tracker.items.values(), key=lambda a: a.used, reverse=True)
 
 
-_DECLARATION = re.compile(
-    r"^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|final)\s+)*"
-    r"(?:def|class|func|function|type|interface|struct|enum|const|var|let|fn|impl|trait|module|package|import|from)\b"
-)
-GAP = "⋮"
-"""Marks lines of a file left out of its outline."""
+class Walk:
+    """``collect(messages, order=False)`` for a list that only grows (a run's messages): each call walks only the
+    messages added since the last one, so a check before every model call does not re-read the whole run."""
+
+    def __init__(self, overrides: Mapping[str, str | None] | None = None) -> None:
+        self.overrides = overrides
+        self.tracker = _Tracker((), overrides, order=False)
+        self.walked: list[Message] = []
+
+    def artifacts(self, messages: Sequence[Message]) -> list[Artifact]:
+        """What the agent has in hand after ``messages`` (any order)."""
+        n = len(self.walked)
+        if n > len(messages) or any(a is not b for a, b in zip(self.walked, messages, strict=False)):
+            self.tracker, self.walked, n = _Tracker((), self.overrides, order=False), [], 0  # not a growth: anew
+        for i in range(n, len(messages)):
+            self.tracker.feed(i, messages[i])
+        self.walked.extend(messages[n:])
+        return list(self.tracker.items.values())
+
+
 OUTLINE_SHARE = 0.35
 """Share of its whole size a file that does not fit gets as an outline (at most the room left)."""
-
-
-def outline(text: str, max_chars: int) -> str:
-    """The lines of ``text`` that carry the most distinct names per character, in file order, within
-    ``max_chars``; each run of left-out lines is one ``⋮`` line. Signatures, declarations and imports carry many
-    names in little text, so they come first; bodies that repeat names already kept go."""
-    lines = text.split("\n")
-    names = [set(identifiers_in(line)) for line in lines]
-    weight = [3.0 if _DECLARATION.match(line) else 1.0 for line in lines]
-    chosen: set[int] = set()
-    seen: set[str] = set()
-    used = 0
-    candidates = [i for i, found in enumerate(names) if found]
-    while candidates and used < max_chars:
-        best, score = -1, 0.0
-        for i in candidates:
-            new = len(names[i] - seen)
-            value = weight[i] * new / (len(lines[i].strip()) + 8)
-            if new and value > score:
-                best, score = i, value
-        if best < 0:
-            break
-        cost = len(lines[best]) + 1
-        if used + cost > max_chars:
-            candidates.remove(best)
-            continue
-        chosen.add(best)
-        seen |= names[best]
-        used += cost
-        candidates = [i for i in candidates if i != best and names[i] - seen]
-    if not chosen:
-        return ""
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        if i in chosen:
-            out.append(line)
-        elif not out or out[-1] != GAP:
-            out.append(GAP)
-    return "\n".join(out)
 
 
 def _fence(text: str) -> str:

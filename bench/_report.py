@@ -289,7 +289,7 @@ def render(
         + "; ".join(f"{th // 1000}k: " + ", ".join(f"{s} {n}" for s, n in over[th].items()) for th in thresholds)
         + ".",
         "",
-        "## All recorded runs (tau-bench, OpenHands, SWE-agent, TapeAgents)",
+        f"## All recorded runs ({', '.join(s for s in sources if names[s]) or 'none'})",
         "",
         _table([line for th in thresholds for line in _block(rows, baseline, th, every, real)]),
     ]

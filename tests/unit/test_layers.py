@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_reading",
                 "_names",
                 "_working_set",
+                "_outline",
                 "_summarizers",
                 "_summary_text",
                 "_breakpoints",

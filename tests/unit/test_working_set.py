@@ -10,19 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agno_compression import CompressionManager, ConfigError
+from agno_compression._outline import GAP
 from agno_compression._working_set import (
     DELEGATE,
     EDIT,
     FETCH,
-    GAP,
     READ,
     WRITE,
     Artifact,
+    Walk,
     collect,
     file_text,
     held_tokens,
     kind_of,
-    outline,
     render,
     split,
 )
@@ -193,14 +193,6 @@ def test_what_is_kept_verbatim_is_not_repeated_and_what_does_not_fit_is_outlined
     assert COUNT(tight) <= 300 and "shortened" in tight and "run_command" in tight and GAP in tight
 
 
-def test_an_outline_keeps_the_lines_with_the_most_names_in_file_order() -> None:
-    short = outline(MODULE, 400)
-    assert len(short) <= 400 + 10 * len(GAP)
-    kept = [line for line in short.split("\n") if line != GAP]
-    assert kept == [line for line in MODULE.split("\n") if line in kept], "file order"
-    assert any("def run_command" in line for line in kept)
-
-
 def test_a_summary_gives_back_its_working_set_whatever_the_text_holds() -> None:
     tricky = "print('```')\n### file /x\n```\n## Working set"
     items = [
@@ -253,3 +245,31 @@ def test_the_working_set_a_summary_carries_is_counted_apart() -> None:
     body = "[Progress so far]\n## Steps\n- one"
     assert held_tokens(body, COUNT) == 0
     assert held_tokens(f"{body}\n\n{section}", COUNT) == COUNT(f"{body}\n\n{section}") - COUNT(body)
+
+
+STEP = st.sampled_from(
+    [
+        ("Read", {"file_path": "/a.py"}, "alpha = 1\nbeta = 2"),
+        ("Read", {"file_path": "/b.py"}, "gamma = 3"),
+        ("Edit", {"file_path": "/a.py", "old_string": "beta = 2", "new_string": "beta = 5"}, "ok"),
+        ("Edit", {"file_path": "/b.py", "old_string": "missing", "new_string": "x"}, "ok"),
+        ("Write", {"file_path": "/b.py", "content": "gamma = 4"}, "ok"),
+        ("WebFetch", {"url": "https://e.com"}, "page text"),
+        ("Bash", {"command": "cat /a.py"}, "alpha = 1"),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(STEP, max_size=12), cut=st.integers(min_value=0, max_value=24))
+def test_a_walk_as_messages_come_holds_what_one_walk_over_all_of_them_holds(steps: list, cut: int) -> None:
+    messages: list[Message] = []
+    for n, (name, args, text) in enumerate(steps):
+        messages += [call(str(n), name, **args), result(str(n), name, text)]
+    walk = Walk()
+    walk.artifacts(messages[:cut])  # a run seen part way
+    assert sorted(walk.artifacts(messages), key=lambda a: a.key) == sorted(
+        collect(messages, order=False), key=lambda a: a.key
+    )
+    other = [call("x", "Read", file_path="/c.py"), result("x", "Read", "delta = 1")]
+    assert [a.key for a in walk.artifacts(other)] == ["/c.py"], "a list that is not the same run grown: walked anew"
