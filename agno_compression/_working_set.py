@@ -9,8 +9,8 @@ What each tool does is told by its name (a table of the common toolkits: agno's,
 OpenHands) or, for any other tool, by the shape of its arguments: a path and a replacement (``old``/``new``) is an
 edit, a path and content a write, a path alone with file-like output a read, a URL a fetch. Users name their own
 tools with ``tool_kinds``. An edit is applied to the text the working set holds (an edit it cannot apply drops
-that text: it is stale), a write replaces it, a later read replaces both. Shell commands are not tracked: their
-outputs are summarized as they are today.
+that text: it is stale), a write replaces it, a later read replaces both. Shell commands that print or write one
+whole file read or write it; one that may change a file otherwise makes it stale (``_shell``).
 
 Pure: artifacts are built from messages and rendered as text; nothing is counted here but through ``count``.
 """
@@ -30,6 +30,7 @@ from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
 from ._outline import outline
 from ._reading import identifiers_in
+from ._shell import shell_read, shell_write, stale_after
 
 READ = "read"
 WRITE = "write"
@@ -237,6 +238,10 @@ class _Tracker:
             name = str(call.get("function", {}).get("name", ""))
             args = call_arguments(call)
             kind = kind_of(name, args, self.overrides)
+            if kind is None and isinstance(args, dict) and (shown := shell_read(args)):
+                kind, args = READ, {"path": shown}
+            elif kind is None and isinstance(args, dict) and (written := shell_write(args)):
+                kind, args = WRITE, {"path": written[0], "content": written[1]}
             if kind is None or not isinstance(args, dict):
                 if isinstance(args, dict):
                     self._touch(i, args)
@@ -339,10 +344,13 @@ class _Tracker:
                 self.items[key] = replace(self.items[key], used=i)
 
     def _touch(self, i: int, args: dict[str, Any]) -> None:
-        """A call that names a file the working set holds (a search in it, a command on it) uses it."""
+        """A call that names a file the working set holds (a search in it, a command on it) uses it; a command
+        that may write it (a redirection, ``sed -i``, ``Set-Content``, ``mv``...) makes what is held stale."""
         words = " ".join(str(v) for v in args.values() if isinstance(v, str))
-        for key, item in self.items.items():
-            if item.path and item.path in words:
+        for key, item in list(self.items.items()):
+            if item.path and stale_after(words, item.path):
+                del self.items[key]
+            elif item.path and item.path in words:
                 self.items[key] = replace(item, used=i)
 
 

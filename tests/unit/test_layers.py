@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_names",
                 "_working_set",
                 "_outline",
+                "_shell",
                 "_summarizers",
                 "_summary_text",
                 "_breakpoints",

@@ -126,16 +126,29 @@ def test_an_edit_that_cannot_be_applied_drops_the_stale_text_and_a_later_read_br
     assert [a.text for a in collect(messages + again)] == ["alpha = 1\ndelta = 2"]
 
 
-def test_failed_reads_and_shell_commands_hold_nothing() -> None:
+def test_failed_reads_and_shell_commands_that_do_more_than_print_a_file_hold_nothing() -> None:
     messages = [
         call("1", "Read", file_path="/missing.py"),
         result("1", "Read", "<tool_use_error>File does not exist.</tool_use_error>"),
         call("2", "Read", file_path="/b.py"),
         result("2", "Read", "boom", error=True),
-        call("3", "Bash", command="cat /c.py"),
+        call("3", "Bash", command="cat /c.py | grep x"),
         result("3", "Bash", "print('c')"),
+        call("4", "run_shell_command", command="cat a.py b.py"),
+        result("4", "run_shell_command", "a\nb"),
     ]
     assert collect(messages) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat /src/c.py", "cat -n /src/c.py", "Get-Content /src/c.py", "Get-Content -Path '/src/c.py'"],
+)
+def test_a_shell_command_that_only_prints_a_whole_file_reads_it(command: str) -> None:
+    messages = [call("1", "run_shell_command", command=command), result("1", "run_shell_command", "x = 1")]
+    edit = [call("2", "replace", file_path="/src/c.py", old_string="x = 1", new_string="x = 2")]
+    [item] = collect(messages + edit)
+    assert (item.key, item.label, item.text) == ("/src/c.py", "file", "x = 2")
 
 
 def test_newest_use_first_and_a_command_naming_a_file_uses_it() -> None:
@@ -273,3 +286,22 @@ def test_a_walk_as_messages_come_holds_what_one_walk_over_all_of_them_holds(step
     )
     other = [call("x", "Read", file_path="/c.py"), result("x", "Read", "delta = 1")]
     assert [a.key for a in walk.artifacts(other)] == ["/c.py"], "a list that is not the same run grown: walked anew"
+
+
+@pytest.mark.parametrize(
+    "command", ["sed -i 's/x/y/' c.py", "echo y >> c.py", "Set-Content c.py 'x'", "git checkout -- src/c.py"]
+)
+def test_a_shell_command_that_may_write_a_held_file_makes_it_stale(command: str) -> None:
+    messages = [call("1", "Read", file_path="/src/c.py"), result("1", "Read", "x = 1")]
+    ran = [call("2", "Bash", command=command), result("2", "Bash", "")]
+    assert collect(messages + ran) == []
+    other = [call("2", "Bash", command="python /src/c.py 2>&1 | tail -3"), result("2", "Bash", "ok")]
+    [item] = collect(messages + other)
+    assert item.used == 2, "a command that only names it uses it"
+
+
+def test_a_shell_here_document_that_writes_a_whole_file_replaces_what_was_held() -> None:
+    messages = [call("1", "Read", file_path="/src/c.py"), result("1", "Read", "x = 1")]
+    write = [call("2", "Bash", command="cat > /src/c.py << 'EOF'\nx = 3\nEOF"), result("2", "Bash", "")]
+    [item] = collect(messages + write)
+    assert (item.key, item.text, item.sources) == ("/src/c.py", "x = 3", {write[0].id})

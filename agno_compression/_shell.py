@@ -1,0 +1,63 @@
+"""What a shell command does to the files the working set holds, as far as it can be told from the command alone.
+
+A command that only prints one whole file (``cat f``, PowerShell ``Get-Content f``) reads it; one that writes a
+whole file from a here-document (``cat > f <<'EOF'``, PowerShell ``$c = @'...'@`` then ``$c | Set-Content f``)
+writes it; any other command that may change a file it names (a redirection, ``sed -i``, ``Set-Content``, ``mv``,
+``git checkout``...) leaves what was held of that file stale. Pure: strings in, strings out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_READ = re.compile(r"""^\s*(?:cat|Get-Content|gc)\s+(?:-n\s+)?(?:-Path\s+)?(["']?)([^\s|;&<>"'*?$`]+)\1\s*$""")
+_HEREDOC = re.compile(
+    r"""^\s*cat\s+(?:>\s*(?P<p1>[^\s|;&<>"'*?$`]+)\s*<<-?\s*(?P<q1>['"]?)(?P<w1>\w+)(?P=q1)"""
+    r"""|<<-?\s*(?P<q2>['"]?)(?P<w2>\w+)(?P=q2)\s*>\s*(?P<p2>[^\s|;&<>"'*?$`]+))[ \t]*\n(?P<body>.*?)\n"""
+    r"""(?P<end>\w+)\s*$""",
+    re.S,
+)
+_HERESTRING = re.compile(
+    r"""^\s*\$(?P<var>\w+)\s*=\s*@(?P<q>['"])[ \t]*\n(?P<body>.*?)\n(?P=q)@\s*\n\s*\$(?P=var)\s*\|\s*"""
+    r"""(?:Set-Content|Out-File)\s+(?:-(?:Path|FilePath)\s+)?(?P<qp>['"]?)(?P<path>[^\s|;&<>"'*?$`]+)(?P=qp)"""
+    r"""(?:\s+-\w+(?:\s+[\w-]+)?)*\s*$""",
+    re.S,
+)
+_WRITE = re.compile(
+    r"(?<![<>&\d=-])>{1,2}(?![=&])|\b(?:tee|Set-Content|Add-Content|Out-File|mv|rm|cp|truncate|patch)\b"
+    r"|\bsed\s+(?:-\w+\s+)*-i|\bperl\s+-\w*i|\bgit\s+(?:checkout|restore|apply|stash|reset)\b"
+)
+
+
+def _command(args: Mapping[str, Any]) -> str | None:
+    command = args.get("command", args.get("cmd"))
+    return command if isinstance(command, str) else None
+
+
+def shell_read(args: Mapping[str, Any]) -> str | None:
+    """The file a shell call only prints whole, or ``None``."""
+    command = _command(args)
+    found = _READ.match(command) if command and "\n" not in command.strip() else None
+    return found.group(2) if found else None
+
+
+def shell_write(args: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(path, content)`` of a shell call that writes one whole file from a here-document, or ``None``."""
+    command = _command(args)
+    if not command:
+        return None
+    found = _HEREDOC.match(command)
+    if found and found.group("end") == (found.group("w1") or found.group("w2")):
+        return found.group("p1") or found.group("p2"), found.group("body")
+    found = _HERESTRING.match(command)
+    return (found.group("path"), found.group("body")) if found else None
+
+
+def stale_after(command: str, path: str) -> bool:
+    """True when ``command`` may change the file at ``path`` (it names the path, or its file name, and writes)."""
+    if not _WRITE.search(command):
+        return False
+    name = re.split(r"[/\\]", path)[-1]
+    return path in command or re.search(rf"(?<![\w.-]){re.escape(name)}\b", command) is not None

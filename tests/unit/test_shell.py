@@ -1,0 +1,59 @@
+"""What a shell command does to a file the working set holds: prints it whole, writes it whole, or may change it."""
+
+from __future__ import annotations
+
+import pytest
+
+from agno_compression._shell import shell_read, shell_write, stale_after
+
+
+@pytest.mark.parametrize(
+    ("command", "path"),
+    [
+        ("cat /src/c.py", "/src/c.py"),
+        ("cat -n src/c.py", "src/c.py"),
+        ("Get-Content C:\\Users\\me\\s.py", "C:\\Users\\me\\s.py"),
+        ("Get-Content -Path 'a b.py'", None),
+        ("cat a.py | grep x", None),
+        ("cat a.py b.py", None),
+        ("cat $FILE", None),
+        ("cat *.py", None),
+        ("cat a.py\nrm a.py", None),
+    ],
+)
+def test_a_command_that_only_prints_one_whole_file_reads_it(command: str, path: str | None) -> None:
+    assert shell_read({"command": command}) == path
+
+
+@pytest.mark.parametrize(
+    ("command", "written"),
+    [
+        ("cat > /a/b.py << 'EOF'\nx = 1\ny = 2\nEOF", ("/a/b.py", "x = 1\ny = 2")),
+        ("cat <<EOF > b.py\nhello\nEOF", ("b.py", "hello")),
+        ("$content = @'\nline1\nline2\n'@\n$content | Set-Content C:\\M\\s.py", ("C:\\M\\s.py", "line1\nline2")),
+        ("$c = @\"\nA\n\"@\n$c | Set-Content -Path 'x.ps1' -Encoding UTF8", ("x.ps1", "A")),
+        ("cat > b.py << 'EOF'\nx\nEOF\npython b.py", None),  # does more than write: not a plain write
+        ("cat > b.py << 'EOF'\nx\nEND", None),  # the document does not end where it says
+        ("echo hi > a.py", None),
+    ],
+)
+def test_a_here_document_written_to_one_file_writes_it_whole(command: str, written: tuple[str, str] | None) -> None:
+    assert shell_write({"command": command}) == written
+
+
+@pytest.mark.parametrize(
+    ("command", "stale"),
+    [
+        ("sed -i 's/a/b/' src/c.py", True),
+        ("echo y >> /x/src/c.py", True),
+        ("(Get-Content c.py) -replace 'a', 'b' | Set-Content c.py", True),
+        ("mv c.py d.py", True),
+        ("git checkout -- src/c.py", True),
+        ("python c.py 2>&1 | tail", False),
+        ("grep -n 'x >= 1' c.py", False),
+        ("echo y > cc.py", False),
+        ("sed -i 's/a/b/' other.py", False),
+    ],
+)
+def test_a_command_that_may_change_a_file_it_names_makes_it_stale(command: str, stale: bool) -> None:
+    assert stale_after(command, "/x/src/c.py") is stale
