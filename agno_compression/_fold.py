@@ -409,9 +409,8 @@ class Folder:
             for summary in summaries.values():
                 account(summary.response, summary.model, run_metrics)
         limit, target = limits or (self.budget(state), self.target(state))
-        shortened = shorten_kept(
-            state, plan, lambda m: self.count(state, m), self.config.counter_for(state.model), limit, target
-        )
+        counter, kinds = self.config.counter_for(state.model), self.config.tool_kinds
+        shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds)
         after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
         # stuck on a large kept batch (not on the system prompt or the user message): a newer batch lets it go

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agno.models.message import Message
 
 from ._observations import shorten_text
+from ._outline import GAP, outline
 from ._plan import SYSTEM_ROLES, FoldPlan, is_summary
 from ._runs import RunState
+from ._working_set import is_file_read
 from .tokens import TokenCounter
 
 log = logging.getLogger("agno_compression")
@@ -28,13 +30,22 @@ Count = Callable[[Sequence[Message]], int]
 
 
 def shorten_kept(
-    state: RunState, plan: FoldPlan, count: Count, counter: TokenCounter, limit: int, target: int
+    state: RunState,
+    plan: FoldPlan,
+    count: Count,
+    counter: TokenCounter,
+    limits: tuple[int, int],
+    tool_kinds: Mapping[str, str | None] | None = None,
 ) -> list[str]:
     """Shorten the largest kept tool outputs, then kept call arguments, until the prompt fits ``limit`` (aiming
-    at ``target``); the ids of the messages shortened. Warns, naming the prompt's parts, when it still does not."""
+    at ``target``); the ids of the messages shortened. A whole file read is shortened to its outline (the lines
+    with the most names: what the next step, writing code against it, spells), any other output to its beginning
+    and end. Warns, naming the prompt's parts, when it still does not fit."""
+    limit, target = limits
     total = count(state.live)
     if total <= limit:
         return []
+    files = _file_reads(plan.kept, tool_kinds)
     shortened: list[str] = []
     tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
     for m in tools:
@@ -50,7 +61,8 @@ def shorten_kept(
         chars = max(400, int(len(text) * allowed / max(size, 1)))
         if len(text) <= chars:
             continue
-        m.compressed_content = shorten_text(text, chars)
+        short = outline(text, chars - len(OUTLINED)) if m.id in files else ""
+        m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
         total = count(state.live)
         shortened.append(m.id)
     if total > limit:
@@ -63,6 +75,22 @@ def shorten_kept(
             parts(state, count, counter),
         )
     return shortened
+
+
+OUTLINED = f"[outline: the lines with the most names, {GAP} where lines are left out; read the file again for them]\n"
+"""Heads a whole file read shortened to its outline."""
+
+
+def _file_reads(kept: Sequence[Message], tool_kinds: Mapping[str, str | None] | None) -> set[str]:
+    """Ids of the kept tool outputs that are whole files read (by the working set's rules for tools)."""
+    reads = {
+        str(call["id"])
+        for m in kept
+        if m.role == "assistant"
+        for call in m.tool_calls or []
+        if isinstance(call, dict) and call.get("id") and is_file_read(call, tool_kinds)
+    }
+    return {m.id for m in kept if m.role == "tool" and m.id and str(m.tool_call_id or "") in reads}
 
 
 def _shorten_calls(

@@ -131,6 +131,15 @@ def kind_of(name: str, args: Any, overrides: Mapping[str, str | None] | None = N
     return None
 
 
+def is_file_read(call: dict[str, Any], overrides: Mapping[str, str | None] | None = None) -> bool:
+    """True when an agno tool call reads one whole file (a read tool without a range, or ``cat f``)."""
+    args = call_arguments(call)
+    if not isinstance(args, dict):
+        return False
+    kind = kind_of(str(call.get("function", {}).get("name", "")), args, overrides)
+    return (kind == READ and not _range_of(args)) or (kind is None and shell_read(args) is not None)
+
+
 def _editor_kind(args: dict[str, Any]) -> str | None:
     """An editor tool's kind by its ``command`` (OpenHands' ``view``/``create``/``str_replace``)."""
     verb = args.get("command")

@@ -118,3 +118,25 @@ def test_a_write_too_large_for_the_budget_is_shortened_in_context_and_stored_who
         if c["function"]["name"] == "save_file"
     ]
     assert writes == [huge], "the stored run keeps the whole write"
+
+
+def test_a_file_read_too_large_for_the_budget_reaches_the_model_as_its_outline(tmp_path: Path) -> None:
+    body = [f"    value_{i} = compute(value_{i - 1}, scale=2.5)  # step {i} of the pipeline" for i in range(1, 400)]
+    source = "\n".join(["class Pipeline:", "    def run(self, value_0: float) -> float:", *body, "        return 0"])
+    source += "\n\ndef build_pipeline(settings_path: str) -> Pipeline:\n    return Pipeline()\n"
+    (tmp_path / "pipeline.py").write_text(source)
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            reads = [ToolCall("read_file", {"file_name": "pipeline.py"}), ToolCall("run_checks", {"index": 0})]
+            return Reply(tool_calls=reads)
+        return Reply(text="done")
+
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Read pipeline.py.")
+    [read] = [m for m in model.requests[1].messages if m.role == "tool" and m.tool_name == "read_file"]
+    sent = read.compressed_content or ""
+    assert model.requests[1].prompt_tokens <= 4_000 and sent.startswith("[outline: the lines with the most names")
+    assert "def build_pipeline(settings_path: str) -> Pipeline:" in sent, "a declaration past the middle is kept"
+    assert "⋮" in sent and read.get_content_string() == source, "only the context is shortened"
