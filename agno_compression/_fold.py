@@ -410,6 +410,7 @@ class Folder:
                 account(summary.response, summary.model, run_metrics)
         limit, target = limits or (self.budget(state), self.target(state))
         counter, kinds = self.config.counter_for(state.model), self.config.tool_kinds
+        target = min(limit, target + counter.count_text(held)) if held else target  # kept outputs give it no room
         shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds)
         after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
@@ -455,14 +456,14 @@ class Folder:
         cfg = self.config
         if cfg.working_set_ratio <= 0:
             return ""
-        folded = self.count(state, plan.unchanged_view()) + self._summary_budget(state, plan, target)
-        room = int(limit * cfg.working_set_ratio) - folded
+        unchanged = self.count(state, plan.unchanged_view())
+        if unchanged > limit:  # kept outputs too large get shortened down to the goal, the section on top (_apply)
+            unchanged = self.target(state) if target is None else target
+        room = int(limit * cfg.working_set_ratio) - unchanged - self._summary_budget(state, plan, target)
         if room < _working_set.MIN_PIECE:
             return ""
-        carried: list[_working_set.Artifact] = []
-        for summary in (plan.history_summary, plan.progress_summary):  # earlier runs' files, from their summaries
-            if summary is not None:
-                carried += _working_set.split(summary.get_content_string())[1]
+        summaries = [m for m in (plan.history_summary, plan.progress_summary) if m is not None]  # earlier runs' files
+        carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
         with state.original_calls():  # a write shortened in context wrote the whole file
             artifacts = _working_set.collect(state.full_run(state.live), carried, cfg.tool_kinds)
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
