@@ -53,6 +53,11 @@ def outline(text: str, max_chars: int) -> str:
         chosen.add(i)
         seen |= names[i]
         used += cost
+    return with_gaps(lines, chosen)
+
+
+def with_gaps(lines: list[str], chosen: set[int]) -> str:
+    """The ``chosen`` lines in file order, each run of left-out lines one ``⋮`` line (``""`` when none is chosen)."""
     if not chosen:
         return ""
     out: list[str] = []

@@ -5,25 +5,25 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression._outline import _DECLARATION, GAP, outline
+from agno_compression._outline import _DECLARATION, GAP, outline, with_gaps
 from agno_compression._reading import identifiers_in
 
 MODULE = "\n".join(
     [
-        "import os",
-        "from pathlib import Path",
+        "package scheduler",
         "",
-        "DEFAULT_TIMEOUT = 30",
+        'import "time"',
         "",
-        "class ShellRunner:",
-        "    def run_command(self, args: list[str], timeout_seconds: int = DEFAULT_TIMEOUT) -> str:",
-        "        result = os.popen(' '.join(args)).read()",
-        "        return result",
+        "type JobQueue []Job",
         "",
-        "    def read_config(self, config_path: Path) -> dict[str, str]:",
-        "        text = config_path.read_text()",
-        "        return dict(line.split('=', 1) for line in text.splitlines())",
-        *[f"    step_{i} = compute_value_{i}(input_{i})" for i in range(40)],
+        "type Scheduler struct {",
+        "\tqueue JobQueue",
+        "}",
+        "",
+        "func (s *Scheduler) run_command(job Job, timeout_seconds time.Duration) error {",
+        *[f"\tstep_{i} := compute_value_{i}(job.input_{i})" for i in range(40)],
+        "\treturn nil",
+        "}",
     ]
 )
 
@@ -52,13 +52,7 @@ def rescore_every_line(text: str, max_chars: int) -> str:
         seen |= names[best]
         used += len(lines[best]) + 1
         candidates = [i for i in candidates if i != best and names[i] - seen]
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        if i in chosen:
-            out.append(line)
-        elif not out or out[-1] != GAP:
-            out.append(GAP)
-    return "\n".join(out) if chosen else ""
+    return with_gaps(lines, chosen)
 
 
 def test_an_outline_keeps_the_lines_with_the_most_names_in_file_order() -> None:
@@ -66,8 +60,8 @@ def test_an_outline_keeps_the_lines_with_the_most_names_in_file_order() -> None:
     assert len(short) <= 400 + 10 * len(GAP)
     kept = [line for line in short.split("\n") if line != GAP]
     assert kept == [line for line in MODULE.split("\n") if line in kept], "file order"
-    assert any("def run_command" in line for line in kept)
-    assert "class ShellRunner:" in kept, "a declaration counts three times"
+    assert any("func (s *Scheduler) run_command" in line for line in kept)
+    assert "type JobQueue []Job" in kept, "a declaration counts three times"
 
 
 def test_nothing_with_names_or_no_room_gives_an_empty_outline() -> None:
