@@ -137,7 +137,8 @@ def is_file_read(call: dict[str, Any], overrides: Mapping[str, str | None] | Non
     if not isinstance(args, dict):
         return False
     kind = kind_of(str(call.get("function", {}).get("name", "")), args, overrides)
-    return (kind == READ and not _range_of(args)) or (kind is None and shell_read(args) is not None)
+    whole = kind == READ and _path_of(args) is not None and not _range_of(args)
+    return whole or (kind is None and shell_read(args) is not None)
 
 
 def _editor_kind(args: dict[str, Any]) -> str | None:
