@@ -10,6 +10,7 @@ from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
 from agno.tools.file import FileTools
+from agno.tools.shell import ShellTools
 
 from agno_compression import CompressionManager
 from agno_compression.testing import Reply, ScriptInfo, ToolCall, scripted_agent
@@ -140,3 +141,23 @@ def test_a_file_read_too_large_for_the_budget_reaches_the_model_as_its_outline(t
     assert model.requests[1].prompt_tokens <= 4_000 and sent.startswith("[outline: the lines with the most names")
     assert "def build_pipeline(settings_path: str) -> Pipeline:" in sent, "a declaration past the middle is kept"
     assert "⋮" in sent and read.get_content_string() == source, "only the context is shortened"
+
+
+def test_a_file_printed_by_agnos_shell_tools_is_held_like_a_read(tmp_path: Path) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("run_shell_command", {"args": ["cat", "config.py"]})])
+        if step <= 24:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        seen["summaries"] = _summaries(messages)
+        return Reply(text="Read config.py.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, _ = scripted_agent(script, ShellTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Read config.py, then run the checks.")
+    assert manager.stats["folds"] >= 1
+    assert "### file config.py" in seen["summaries"] and "backoff_field_29: float = 29.5" in seen["summaries"]
