@@ -1,11 +1,12 @@
-"""The working set through real agno agents: agno's FileTools on real files, a fold between reading a file and
-writing its new version, and a write too large for the budget."""
+"""The working set through real agno agents: agno's FileTools and ShellTools on real files, a fold between reading
+a file and writing its new version, and a read or a write too large for the budget."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from agno.db.base import SessionType
 from agno.db.sqlite import SqliteDb
 from agno.models.message import Message
@@ -29,14 +30,22 @@ def run_checks(index: int) -> str:
     return f"check run {index}: " + "all green, nothing to report " * 40
 
 
-def test_a_file_read_before_a_fold_reaches_the_write_that_needs_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "read",
+    [
+        ToolCall("read_file", {"file_name": "config.py"}),
+        ToolCall("run_shell_command", {"args": ["cat", "config.py"]}),  # agno's ShellTools printing the file
+    ],
+    ids=["FileTools", "ShellTools"],
+)
+def test_a_file_read_before_a_fold_reaches_the_write_that_needs_it(tmp_path: Path, read: ToolCall) -> None:
     (tmp_path / "config.py").write_text(CONFIG)
     seen: dict[str, str] = {}
 
     def script(messages: list[Message], info: ScriptInfo) -> Reply:
         step = info.call_index
         if step == 0:
-            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "config.py"})])
+            return Reply(tool_calls=[read])
         if step <= 24:
             return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
         if step == 25:
@@ -46,7 +55,8 @@ def test_a_file_read_before_a_fold_reaches_the_write_that_needs_it(tmp_path: Pat
         return Reply(text="Rewrote config.py.")
 
     manager = CompressionManager(compress_at_tokens=6_000)
-    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    tools = (FileTools(base_dir=tmp_path), ShellTools(base_dir=tmp_path), run_checks)
+    agent, model = scripted_agent(script, *tools, manager=manager)
     agent.run("Make every backoff field an int.")
     assert manager.stats["folds"] >= 1
     before_write = model.requests[25].messages
@@ -141,23 +151,3 @@ def test_a_file_read_too_large_for_the_budget_reaches_the_model_as_its_outline(t
     assert model.requests[1].prompt_tokens <= 4_000 and sent.startswith("[outline: the lines with the most names")
     assert "def build_pipeline(settings_path: str) -> Pipeline:" in sent, "a declaration past the middle is kept"
     assert "⋮" in sent and read.get_content_string() == source, "only the context is shortened"
-
-
-def test_a_file_printed_by_agnos_shell_tools_is_held_like_a_read(tmp_path: Path) -> None:
-    (tmp_path / "config.py").write_text(CONFIG)
-    seen: dict[str, str] = {}
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        step = info.call_index
-        if step == 0:
-            return Reply(tool_calls=[ToolCall("run_shell_command", {"args": ["cat", "config.py"]})])
-        if step <= 24:
-            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
-        seen["summaries"] = _summaries(messages)
-        return Reply(text="Read config.py.")
-
-    manager = CompressionManager(compress_at_tokens=6_000)
-    agent, _ = scripted_agent(script, ShellTools(base_dir=tmp_path), run_checks, manager=manager)
-    agent.run("Read config.py, then run the checks.")
-    assert manager.stats["folds"] >= 1
-    assert "### file config.py" in seen["summaries"] and "backoff_field_29: float = 29.5" in seen["summaries"]
