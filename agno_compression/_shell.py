@@ -31,7 +31,7 @@ _WRITE = re.compile(
 )
 
 
-def command_of(args: Mapping[str, Any]) -> str | None:
+def shell_command(args: Mapping[str, Any]) -> str | None:
     """A shell call's command line: its ``command`` or ``cmd`` string, or agno ``ShellTools``' ``args`` list."""
     command = args.get("command", args.get("cmd"))
     if command is None and isinstance(args.get("args"), list) and all(isinstance(a, str) for a in args["args"]):
@@ -41,14 +41,14 @@ def command_of(args: Mapping[str, Any]) -> str | None:
 
 def shell_read(args: Mapping[str, Any]) -> str | None:
     """The file a shell call only prints whole, or ``None``."""
-    command = command_of(args)
+    command = shell_command(args)
     found = _READ.match(command) if command and "\n" not in command.strip() else None
     return found.group(2) if found else None
 
 
 def shell_write(args: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(path, content)`` of a shell call that writes one whole file from a here-document, or ``None``."""
-    command = command_of(args)
+    command = shell_command(args)
     if not command:
         return None
     found = _HEREDOC.match(command)

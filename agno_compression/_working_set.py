@@ -30,7 +30,7 @@ from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
 from ._outline import outline
 from ._reading import identifiers_in
-from ._shell import command_of, shell_read, shell_write, stale_after
+from ._shell import shell_command, shell_read, shell_write, stale_after
 
 READ = "read"
 WRITE = "write"
@@ -356,7 +356,7 @@ class _Tracker:
     def _touch(self, i: int, args: dict[str, Any]) -> None:
         """A call that names a file the working set holds (a search in it, a command on it) uses it; a command
         that may write it (a redirection, ``sed -i``, ``Set-Content``, ``mv``...) makes what is held stale."""
-        words = " ".join([*(str(v) for v in args.values() if isinstance(v, str)), command_of(args) or ""])
+        words = " ".join([*(str(v) for v in args.values() if isinstance(v, str)), shell_command(args) or ""])
         for key, item in list(self.items.items()):
             if item.path and stale_after(words, item.path):
                 del self.items[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agno_compression._shell import command_of, shell_read, shell_write, stale_after
+from agno_compression._shell import shell_command, shell_read, shell_write, stale_after
 
 
 @pytest.mark.parametrize(
@@ -27,8 +27,8 @@ def test_a_command_that_only_prints_one_whole_file_reads_it(command: str, path: 
 
 def test_agnos_shell_tools_give_the_command_as_a_list() -> None:
     assert shell_read({"args": ["cat", "src/c.py"], "tail": 100}) == "src/c.py"
-    assert command_of({"args": ["sed", "-i", "s/a/b/", "c.py"]}) == "sed -i s/a/b/ c.py"
-    assert command_of({"args": ["ls", 3]}) is None and command_of({"path": "x"}) is None
+    assert shell_command({"args": ["sed", "-i", "s/a/b/", "c.py"]}) == "sed -i s/a/b/ c.py"
+    assert shell_command({"args": ["ls", 3]}) is None and shell_command({"path": "x"}) is None
 
 
 @pytest.mark.parametrize(
