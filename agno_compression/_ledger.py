@@ -32,8 +32,10 @@ _URL = re.compile(r"https?://[^\s'\"<>)\]`]+")
 _TEST = re.compile(r"\btest_\w+")
 _ERROR = re.compile(r"\b\w*(?:Error|Exception)\b")
 _RAISED = re.compile(
-    r"^(?:E\s+|FAILED \S+ - |ERROR \S+ - )?([A-Za-z_][\w.]*(?:Error|Exception)\w*)(?=:\s|:$|$|\s*$)", re.M
+    r"^(?:E\s+|FAILED \S+ - |ERROR \S+ - )?([A-Za-z_][\w.]*(?:Error|Exception)\w*|Error|Exception)(?=:\s|:$|$|\s*$)",
+    re.M,
 )
+_TARGET_KEYS = ("file_path", "absolute_path", "path", "file_name", "filename", "file", "notebook_path", "target_file")
 MAX_NAMES_SEEN = 40
 """Exception names merely seen in outputs that a summary keeps when it must shrink (the newest)."""
 MAX_VERBS = 10
@@ -115,7 +117,8 @@ def paths_in(text: str) -> list[str]:
     """File and folder paths in ``text``, exactly as written, in order of first appearance."""
     out = []
     for p in _PATH.findall(text):
-        p = p.rstrip(".,:;")
+        # a sentence's full stop is not part of a path; Go's package pattern ``./cmd/...`` is
+        p = p if p.endswith("/...") else p.rstrip(".,:;")
         if not any(c.isalpha() for c in p) or p.startswith("//") or f"://{p}" in text:
             continue
         if _SED_SCRIPT.match(p):  # sed's 's/old/new/' and '12s/old/' are scripts, not paths
@@ -235,8 +238,9 @@ class Ledger:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
         files = {p for k in ("edited", "created", "read") for p in self.values.get(k, [])}
         shown = {k: v for k, v in self.values.items() if v}
-        if "paths used" in shown:  # a file listed as edited, created or read is not repeated as used
-            shown["paths used"] = [p for p in shown["paths used"] if p not in files]
+        if "paths used" in shown:  # a path the ledger holds already, whole or inside a longer one, is not repeated
+            longer = "\n".join(p for k, v in shown.items() if k != "errors" for p in v)
+            shown["paths used"] = [p for p in shown["paths used"] if p not in files and longer.count(p) < 2]
         out = [f"- {self._key(k)}: {', '.join(shown[k])}" for k in KEYS if shown.get(k)]
         commands = list(self.commands.items())
         verbs = dict(self.earlier)
@@ -319,6 +323,21 @@ def _file_action(tool: str, args: Any) -> tuple[str | None, str | None]:
     return None, command
 
 
+def _target_of(args: Any) -> str | None:
+    """The path argument of a file tool's call (``file_path``, ``path``...), or ``None``."""
+    if not isinstance(args, dict):
+        return None
+    path = next((args[k] for k in _TARGET_KEYS if isinstance(args.get(k), str)), None)
+    return path.strip() if path and path.strip() and "\n" not in path else None
+
+
+def _mentioned_path(path: str) -> bool:
+    """A path mentioned inside written text that names a file or folder: one with an extension, anchored (``/``,
+    ``./``, ``~``) or of three or more parts. ``encoding/json`` or ``Claude/Gemini`` in code or prose is not one."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return "." in last.strip(".") or path.startswith(("/", "./", "../", "~")) or path.count("/") >= 2
+
+
 def _shell_kind(command: str) -> str | None:
     """What a shell command does to the files it names: read, edited, created, or ``None`` (ran them)."""
     words = command.strip().split()
@@ -367,8 +386,15 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 kind, command = _file_action(tool, args)
                 shell = _shell_kind(command) if command else None
                 found = paths_in(joined)
-                # the files a command acts on are on its own lines; a here-document's body only mentions paths
-                acted = paths_in(_HEREDOC.sub(r"\1", command)) if command and "<<" in command else found
+                # the files a command acts on are on its own lines; a here-document's body only mentions paths;
+                # a file tool acts on its path argument, and the text it writes only mentions paths
+                target = _target_of(args) if kind else None
+                if command and "<<" in command:
+                    acted = paths_in(_HEREDOC.sub(r"\1", command))
+                elif target is not None:
+                    acted = found = [p for p in found if p == target or _mentioned_path(p)]
+                else:
+                    acted = found
                 ledger.add(kind or shell or "paths used", acted)
                 ledger.add("paths used", [p for p in found if p not in acted])
                 ledger.add("tests", _TEST.findall(joined))
@@ -379,6 +405,10 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                     pending[str(call["id"])] = label
                 if command:
                     ledger.ran(label, "")
+                # exception classes the agent's own code or command names (a written file raising one)
+                ledger.add(
+                    "exception names seen", [_quoted(e) for e in dict.fromkeys(_errors_in(joined)) if len(e) > 5]
+                )
         elif m.role in ("tool", "function"):
             ids = result_ids(m) or {""}
             label = next((pending[c] for c in ids if c in pending), tool_name_of(m, calls))

@@ -215,3 +215,43 @@ def test_a_file_read_is_not_repeated_among_the_paths_used() -> None:
     lines = _ledger.build(messages).lines()
     assert "- read: src/app.py" in lines
     assert "- paths used: docs/notes.md" in lines, lines
+
+
+def _call(name: str, args: dict[str, object]) -> list[object]:
+    from agno.models.message import Message
+
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return [
+        Message(role="assistant", content="", tool_calls=[call]),
+        Message(role="tool", tool_call_id="c1", tool_name=name, content="ok"),
+    ]
+
+
+def test_go_package_patterns_keep_their_dots() -> None:
+    assert _ledger.paths_in("go test ./cmd/entire/... and see cmd/main.go.") == ["./cmd/entire/...", "cmd/main.go"]
+
+
+def test_a_path_inside_a_longer_one_the_ledger_holds_is_not_repeated_as_used() -> None:
+    messages = [
+        *_call("Read", {"file_path": "/repo/cmd/agent/hooks.go"}),
+        *_call("Grep", {"pattern": "Hook", "path": "agent/hooks.go", "glob": "docs/guide.md"}),
+    ]
+    lines = _ledger.build(messages).lines()
+    assert "- read: /repo/cmd/agent/hooks.go" in lines
+    assert "- paths used: docs/guide.md" in lines, lines
+
+
+def test_a_written_file_creates_its_path_and_the_names_in_its_text_that_are_not_paths_are_left_out() -> None:
+    code = 'import (\n\t"encoding/json"\n\t"github.com/acme/cli/cmd/paths"\n)\n// see docs/notes.md\n'
+    code += "func f() error { return &ParseError{} }  // like json.SyntaxError\n"
+    ledger = _ledger.build(_call("Write", {"file_path": "/repo/cmd/agent/agent.go", "content": code}))
+    created = ledger.values["created"]
+    assert created[0] == "/repo/cmd/agent/agent.go"
+    assert "github.com/acme/cli/cmd/paths" in created and "docs/notes.md" in created
+    assert "encoding/json" not in created, "an import name of one part and no extension is not a path"
+    assert ledger.values["exception names seen"] == ["`ParseError`", "`SyntaxError`"], "names the code raises"
+
+
+def test_a_bare_error_line_is_an_error_and_a_count_of_errors_is_not() -> None:
+    assert _ledger.errors_raised("Error: net::ERR_ABORTED at https://example.org/doc") == ["`Error`"]
+    assert _ledger.errors_raised("Errors: 3\nException\n") == ["`Exception`"]
