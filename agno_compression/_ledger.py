@@ -21,6 +21,7 @@ from agno.models.message import Message
 
 from ._messages import call_arguments, calls_by_id, command_of, message_text, one_line, result_ids, tool_name_of
 from ._plan import is_summary
+from ._shell import shell_kind, without_heredoc_bodies
 
 SECTION = "Working state"
 
@@ -63,8 +64,6 @@ _FILE_EXTS = (
 )
 _FILE_EXT = frozenset(_FILE_EXTS.split())
 """File extensions that make a word without a slash a path (``setup.py``); ``self.name`` is a name."""
-_HEREDOC = re.compile(r"(<<-?\s*(['\"]?)(\w+)\2[^\n]*)\n.*?\n\s*\3\b", re.S)
-"""A here-document: its first line stays, its body (a script's text, not files the command acts on) goes."""
 _SED_SCRIPT = re.compile(r"^(?:\d+(?:,\d+)?|/)?[sy]/|^\d+[sy]?/")
 
 _READ = re.compile(r"(?:^|_)(?:read|view|open|cat|show|get|load|head|tail|less)(?:_|$)", re.I)
@@ -83,9 +82,6 @@ _EDITOR_VERBS = {
     "replace": "edited",
     "append": "edited",
 }
-_SHELL_READ = frozenset({"cat", "head", "tail", "less", "more", "open", "nl", "bat", "view", "goto"})
-_SHELL_EDIT = frozenset({"edit", "patch", "sed", "perl", "ed", "apply_patch", "str_replace", "insert"})
-_SHELL_CREATE = frozenset({"create", "touch", "mkdir", "cp", "mv"})
 
 KEYS = (
     "edited",
@@ -338,23 +334,6 @@ def _mentioned_path(path: str) -> bool:
     return "." in last.strip(".") or path.startswith(("/", "./", "../", "~")) or path.count("/") >= 2
 
 
-def _shell_kind(command: str) -> str | None:
-    """What a shell command does to the files it names: read, edited, created, or ``None`` (ran them)."""
-    words = command.strip().split()
-    if not words:
-        return None
-    first = words[0].rsplit("/", 1)[-1]
-    if re.search(r"(?<![<>&\d])>{1,2}\s*[\w./~-]", command) or first == "tee":
-        return "created" if ">>" not in command else "edited"
-    if first in _SHELL_EDIT and (first != "sed" or "-i" in words) and (first != "perl" or "-i" in " ".join(words)):
-        return "edited"
-    if first in _SHELL_CREATE:
-        return "created"
-    if first in _SHELL_READ:
-        return "read"
-    return None
-
-
 def _command_line(command: str) -> str:
     """The first line of a command, for the ledger (edits can carry whole files)."""
     first = next((ln for ln in command.strip().splitlines() if ln.strip()), "")
@@ -384,13 +363,13 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 args = call_arguments(call)
                 joined = "\n".join(json_strings(args))
                 kind, command = _file_action(tool, args)
-                shell = _shell_kind(command) if command else None
+                shell = shell_kind(command) if command else None
                 found = paths_in(joined)
                 # the files a command acts on are on its own lines; a here-document's body only mentions paths;
                 # a file tool acts on its path argument, and the text it writes only mentions paths
                 target = _target_of(args) if kind else None
                 if command and "<<" in command:
-                    acted = paths_in(_HEREDOC.sub(r"\1", command))
+                    acted = paths_in(without_heredoc_bodies(command))
                 elif target is not None:
                     acted = found = [p for p in found if p == target or _mentioned_path(p)]
                 else:

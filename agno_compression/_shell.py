@@ -1,9 +1,14 @@
-"""What a shell command does to the files the working set holds, as far as it can be told from the command alone.
+"""What a shell command does to files, as far as it can be told from the command alone.
 
-A command that only prints one whole file (``cat f``, PowerShell ``Get-Content f``) reads it; one that writes a
-whole file from a here-document (``cat > f <<'EOF'``, PowerShell ``$c = @'...'@`` then ``$c | Set-Content f``)
-writes it; any other command that may change a file it names (a redirection, ``sed -i``, ``Set-Content``, ``mv``,
-``git checkout``...) leaves what was held of that file stale. Pure: strings in, strings out.
+For the ledger, what a command does to the files it names: reads (``cat``, ``head``...), edits (``sed -i``, an
+appending redirection...) or creates them (a redirection, ``touch``, ``cp``...) (``shell_kind``); a here-document's
+body is text the command writes, not files it acts on (``without_heredoc_bodies``).
+
+For the working set, a command that only prints one whole file (``cat f``, PowerShell ``Get-Content f``) reads
+it; one that writes a whole file from a here-document (``cat > f <<'EOF'``, PowerShell ``$c = @'...'@`` then
+``$c | Set-Content f``) writes it; any other command that may change a file it names (a redirection, ``sed -i``,
+``Set-Content``, ``mv``, ``git checkout``...) leaves what was held of that file stale (``shell_read``,
+``shell_write``, ``stale_after``). Pure: strings in, strings out.
 """
 
 from __future__ import annotations
@@ -29,6 +34,35 @@ _WRITE = re.compile(
     r"(?<![<>&\d=-])>{1,2}(?![=&])|\b(?:tee|Set-Content|Add-Content|Out-File|mv|rm|cp|truncate|patch)\b"
     r"|\bsed\s+(?:-\w+\s+)*-i|\bperl\s+-\w*i|\bgit\s+(?:checkout|restore|apply|stash|reset)\b"
 )
+
+
+_SHELL_READ = frozenset({"cat", "head", "tail", "less", "more", "open", "nl", "bat", "view", "goto"})
+_SHELL_EDIT = frozenset({"edit", "patch", "sed", "perl", "ed", "apply_patch", "str_replace", "insert"})
+_SHELL_CREATE = frozenset({"create", "touch", "mkdir", "cp", "mv"})
+_HEREDOC_BODY = re.compile(r"(<<-?\s*(['\"]?)(\w+)\2[^\n]*)\n.*?\n\s*\3\b", re.S)
+"""A here-document anywhere in a command: its first line stays, its body goes."""
+
+
+def shell_kind(command: str) -> str | None:
+    """What a shell command does to the files it names: ``read``, ``edited``, ``created``, or ``None`` (ran them)."""
+    words = command.strip().split()
+    if not words:
+        return None
+    first = words[0].rsplit("/", 1)[-1]
+    if re.search(r"(?<![<>&\d])>{1,2}\s*[\w./~-]", command) or first == "tee":
+        return "created" if ">>" not in command else "edited"
+    if first in _SHELL_EDIT and (first != "sed" or "-i" in words) and (first != "perl" or "-i" in " ".join(words)):
+        return "edited"
+    if first in _SHELL_CREATE:
+        return "created"
+    if first in _SHELL_READ:
+        return "read"
+    return None
+
+
+def without_heredoc_bodies(command: str) -> str:
+    """``command`` without its here-documents' bodies (a script's text, not files the command acts on)."""
+    return _HEREDOC_BODY.sub(r"\1", command)
 
 
 def shell_command(args: Mapping[str, Any]) -> str | None:

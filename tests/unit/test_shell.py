@@ -1,9 +1,11 @@
-"""What a shell command does to a file the working set holds: prints it whole, writes it whole, or may change it."""
+"""What a shell command does to files: for the ledger (read, edited, created) and for the working set (prints a
+file whole, writes it whole, or may change it)."""
 
 from __future__ import annotations
 
 import pytest
 
+from agno_compression import _shell
 from agno_compression._shell import shell_command, shell_read, shell_write, stale_after
 
 
@@ -63,3 +65,14 @@ def test_a_here_document_written_to_one_file_writes_it_whole(command: str, writt
 )
 def test_a_command_that_may_change_a_file_it_names_makes_it_stale(command: str, stale: bool) -> None:
     assert stale_after(command, "/x/src/c.py") is stale
+
+
+def test_what_a_command_does_to_the_files_it_names_for_the_ledger() -> None:
+    assert _shell.shell_kind("cat src/app.py") == "read"
+    assert _shell.shell_kind("sed -i 's/a/b/' src/app.py") == "edited"
+    assert _shell.shell_kind("sed -n '1,20p' src/app.py") is None, "sed without -i prints"
+    assert _shell.shell_kind("echo x >> notes.md") == "edited"
+    assert _shell.shell_kind("python gen.py > out.json") == "created"
+    assert _shell.shell_kind("pytest tests/") is None
+    script = "cat <<'EOF' > repro.py\nopen('data/input.json')\nEOF\npython repro.py"
+    assert _shell.without_heredoc_bodies(script) == "cat <<'EOF' > repro.py\npython repro.py"
