@@ -237,9 +237,8 @@ class Folder:
                     fallback.name,
                 )
         summaries: dict[str, Summary] = {}
-        held = ""
+        held = self._working_set(state, plan, self.budget(state)) if plan.has_work else ""
         if plan.has_work:
-            held = self._working_set(state, plan, self.budget(state))
             for kind, request in self._requests(state, plan, summarizer=summarizer, held=held):
                 summaries[kind] = yield summarizer, request
         self._apply(state, plan, summaries, run_metrics, tag=tag, held=held)
@@ -256,9 +255,8 @@ class Folder:
         # masking alone cannot answer an overflow: the extractive summary does then
         summarizer = self.config.strategy.summarizer or fallback
         summaries: dict[str, Summary] = {}
-        held = ""
+        held = self._working_set(state, plan, limit, target) if plan.has_work else ""
         if plan.has_work:
-            held = self._working_set(state, plan, limit, target)
             for kind, request in self._requests(state, plan, target, summarizer, held=held):
                 summaries[kind] = yield summarizer, request
         self._apply(state, plan, summaries, run_metrics, limits=(limit, target), tag="overflow:", held=held)
@@ -444,15 +442,15 @@ class Folder:
         character of what the run holds and would no longer see verbatim, within the working set's room)."""
         walk = state.walk = state.walk or _working_set.Walk(self.config.tool_kinds)  # walks only what came since
         with state.original_calls():
-            artifacts = walk.artifacts(state.full_run(state.live))
+            walked = walk.artifacts(full := state.full_run(state.live))
+        artifacts = _working_set.in_this_run(walked, full, state.current)
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
         return min(held, int(self.budget(state) * self.config.working_set_ratio))
 
     def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
-        """The working-set section for this fold: what the run has in hand and will no longer see verbatim, within
-        the room between the folded prompt (its summaries at their budget) and ``working_set_ratio`` of the budget
-        (``_working_set``); empty when off or without room."""
+        """The working-set section for this fold (``_working_set``): what the run has in hand and will no longer see
+        verbatim, from the folded prompt (summaries at their budget) to ``working_set_ratio`` of the budget."""
         cfg = self.config
         if cfg.working_set_ratio <= 0:
             return ""
@@ -465,7 +463,8 @@ class Folder:
         summaries = [m for m in (plan.history_summary, plan.progress_summary) if m is not None]  # earlier runs' files
         carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
         with state.original_calls():  # a write shortened in context wrote the whole file
-            artifacts = _working_set.collect(state.full_run(state.live), carried, cfg.tool_kinds)
+            collected = _working_set.collect(full := state.full_run(state.live), carried, cfg.tool_kinds)
+        artifacts = _working_set.in_this_run(collected, full, state.current)
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 

@@ -14,7 +14,7 @@ from agno.tools.file import FileTools
 from agno.tools.shell import ShellTools
 
 from agno_compression import CompressionManager
-from agno_compression.testing import Reply, ScriptInfo, ToolCall, scripted_agent
+from agno_compression.testing import Reply, ScriptInfo, ToolCall, current_user, scripted_agent
 
 CONFIG = "\n".join(
     ["class RetryPolicy:", *[f"    backoff_field_{i}: float = {i}.5  # seconds before retry {i}" for i in range(30)]]
@@ -151,3 +151,45 @@ def test_a_file_read_too_large_for_the_budget_reaches_the_model_as_its_outline(t
     assert model.requests[1].prompt_tokens <= 4_000 and sent.startswith("[outline: the lines with the most names")
     assert "def build_pipeline(settings_path: str) -> Pipeline:" in sent, "a declaration past the middle is kept"
     assert "⋮" in sent and read.get_content_string() == source, "only the context is shortened"
+
+
+PAGE = "\n".join(f"Libretto_Author Vittorio_Rossi wrote act_{i} for La_Scala_Milano in 1887." for i in range(60))
+
+
+def web_fetch(url: str) -> str:
+    """Fetch a web page."""
+    return PAGE
+
+
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("Check the build, all 24 steps.", False),
+        ("Was Vittorio_Rossi the Libretto_Author at La_Scala_Milano? Check the build, all 24 steps.", True),
+    ],
+    ids=["unrelated", "follow-up"],
+)
+def test_a_page_fetched_for_an_earlier_question_is_held_only_while_a_later_run_uses_it(
+    tmp_path: Path, question: str, kept: bool
+) -> None:
+    summaries: list[str] = []
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if current_user(messages) == "Who wrote the libretto?":
+            fetch = ToolCall("web_fetch", {"url": "https://opera.example.org/libretto"})
+            return Reply(tool_calls=[fetch]) if info.call_index == 0 else Reply(text="Vittorio Rossi.")
+        summaries.append(_summaries(messages))
+        if len(summaries) <= 24:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": len(summaries)})])
+        return Reply(text="Build checked.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    db = SqliteDb(db_file=str(tmp_path / "pages.db"))
+    options = {"db": db, "session_id": "pages", "add_history_to_context": True, "num_history_runs": 5}
+    agent, model = scripted_agent(script, web_fetch, run_checks, manager=manager, **options)
+    agent.run("Who wrote the libretto?")
+    agent.run(question)
+    assert manager.stats["folds"] >= 1 and any(summaries), "the second run folds the first"
+    held = any("### page https://opera.example.org/libretto" in s for s in summaries)
+    assert held is kept
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_reading",
                 "_names",
                 "_working_set",
+                "_edits",
                 "_outline",
                 "_shell",
                 "_summarizers",

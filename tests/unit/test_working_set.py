@@ -22,6 +22,7 @@ from agno_compression._working_set import (
     collect,
     file_text,
     held_tokens,
+    in_this_run,
     kind_of,
     render,
     split,
@@ -305,3 +306,24 @@ def test_a_shell_here_document_that_writes_a_whole_file_replaces_what_was_held()
     write = [call("2", "Bash", command="cat > /src/c.py << 'EOF'\nx = 3\nEOF"), result("2", "Bash", "")]
     [item] = collect(messages + write)
     assert (item.key, item.text, item.sources) == ("/src/c.py", "x = 3", {write[0].id})
+
+
+def test_a_page_an_earlier_run_fetched_stays_only_while_this_run_uses_it() -> None:
+    earlier = [
+        Message(role="user", content="Who wrote the opera?"),
+        call("1", "web_fetch", url="https://opera.example.org/libretto"),
+        result("1", "web_fetch", "Libretto_Author Vittorio_Rossi premiere_year 1887 La_Scala_Milano"),
+        call("2", "read_file", file_name="notes.md"),
+        result("2", "read_file", "opera notes"),
+    ]
+    unrelated = Message(role="user", content="How far is the Moon on average?")
+    messages = [*earlier, unrelated]
+    held = collect(messages)
+    assert [a.key for a in in_this_run(held, messages, unrelated)] == ["notes.md"], "a file stays, the page goes"
+    follow_up = Message(role="user", content="Was Vittorio_Rossi the Libretto_Author, and was it at La_Scala_Milano?")
+    again = [*earlier, follow_up]
+    assert len(in_this_run(collect(again), again, follow_up)) == 2, "three of its names: still in use"
+    named = Message(role="user", content="Quote https://opera.example.org/libretto again.")
+    assert len(in_this_run(collect([*earlier, named]), [*earlier, named], named)) == 2, "its address: in use"
+    fetched_now = [unrelated, *earlier[1:3]]
+    assert len(in_this_run(collect(fetched_now), fetched_now, unrelated)) == 1, "fetched by this run: kept"
