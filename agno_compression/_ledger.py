@@ -366,7 +366,7 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 shell = shell_kind(command) if command else None
                 found = paths_in(joined)
                 # the files a command acts on are on its own lines; a here-document's body only mentions paths;
-                # a file tool acts on its path argument, and the text it writes only mentions paths
+                # a file tool's path and the paths its text names are listed with it, import names are not
                 target = _target_of(args) if kind else None
                 if command and "<<" in command:
                     acted = paths_in(without_heredoc_bodies(command))
