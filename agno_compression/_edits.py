@@ -6,15 +6,13 @@ text no longer matches the file. Pure: strings in, strings out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from ._messages import first_string
 
 OLD_KEYS = ("old_string", "old_str", "old")
 NEW_KEYS = ("new_string", "new_str", "new")
-
-
-def _first(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
 
 
 def apply_edit(text: str, args: Mapping[str, Any]) -> str | None:
@@ -24,7 +22,7 @@ def apply_edit(text: str, args: Mapping[str, Any]) -> str | None:
     for step in steps:
         if not isinstance(step, dict):
             return None
-        old, new = _first(step, OLD_KEYS), _first(step, NEW_KEYS)
+        old, new = first_string(step, OLD_KEYS), first_string(step, NEW_KEYS)
         if old is None or new is None or not old or old not in text:
             return None
         text = text.replace(old, new) if step.get("replace_all") else text.replace(old, new, 1)

@@ -19,7 +19,16 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._messages import call_arguments, calls_by_id, command_of, message_text, one_line, result_ids, tool_name_of
+from ._messages import (
+    call_arguments,
+    calls_by_id,
+    command_of,
+    message_text,
+    one_line,
+    path_argument,
+    result_ids,
+    tool_name_of,
+)
 from ._plan import is_summary
 from ._shell import shell_kind, without_heredoc_bodies
 
@@ -36,7 +45,6 @@ _RAISED = re.compile(
     r"^(?:E\s+|FAILED \S+ - |ERROR \S+ - )?([A-Za-z_][\w.]*(?:Error|Exception)\w*|Error|Exception)(?=:\s|:$|$|\s*$)",
     re.M,
 )
-_TARGET_KEYS = ("file_path", "absolute_path", "path", "file_name", "filename", "file", "notebook_path", "target_file")
 MAX_NAMES_SEEN = 40
 """Exception names merely seen in outputs that a summary keeps when it must shrink (the newest)."""
 MAX_VERBS = 10
@@ -319,14 +327,6 @@ def _file_action(tool: str, args: Any) -> tuple[str | None, str | None]:
     return None, command
 
 
-def _target_of(args: Any) -> str | None:
-    """The path argument of a file tool's call (``file_path``, ``path``...), or ``None``."""
-    if not isinstance(args, dict):
-        return None
-    path = next((args[k] for k in _TARGET_KEYS if isinstance(args.get(k), str)), None)
-    return path.strip() if path and path.strip() and "\n" not in path else None
-
-
 def _mentioned_path(path: str) -> bool:
     """A path mentioned inside written text that names a file or folder: one with an extension, anchored (``/``,
     ``./``, ``~``) or of three or more parts. ``encoding/json`` or ``Claude/Gemini`` in code or prose is not one."""
@@ -367,7 +367,7 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                 found = paths_in(joined)
                 # the files a command acts on are on its own lines; a here-document's body only mentions paths;
                 # a file tool's path and the paths its text names are listed with it, import names are not
-                target = _target_of(args) if kind else None
+                target = path_argument(args) if kind and isinstance(args, dict) else None
                 if command and "<<" in command:
                     acted = paths_in(without_heredoc_bodies(command))
                 elif target is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agno.models.message import Message
@@ -128,6 +128,21 @@ def call_arguments(call: dict[str, Any]) -> Any:
         except ValueError:
             return raw
     return raw
+
+
+PATH_KEYS = ("file_path", "absolute_path", "path", "file_name", "filename", "file", "notebook_path", "target_file")
+"""Argument names file tools give the file they act on (agno, Claude Code, Gemini CLI, OpenHands...)."""
+
+
+def first_string(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
+    """The first of ``keys`` whose value in ``args`` is a string, or ``None``."""
+    return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
+
+
+def path_argument(args: Mapping[str, Any]) -> str | None:
+    """The file a tool call's arguments name (one line, stripped), or ``None``."""
+    path = first_string(args, PATH_KEYS)
+    return path.strip() if isinstance(path, str) and path.strip() and "\n" not in path else None
 
 
 def called_tools(message: Message) -> list[str]:

@@ -1,4 +1,5 @@
-"""Databases for the tests: agno dbs of every kind, and the local servers when reachable (a clear skip when not).
+"""Databases for the tests: agno dbs of every kind, and the local servers when reachable (a clear skip when not);
+and the bench scripts, loaded from their files.
 
 Importable in spawned worker processes: pytest is only asked for a skip or a fixture inside the functions.
 """
@@ -6,6 +7,7 @@ Importable in spawned worker processes: pytest is only asked for a skip or a fix
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import socket
 import uuid
@@ -13,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -185,3 +188,12 @@ def open_async_db(target: DbTarget) -> Any:
     from agno.db.postgres import AsyncPostgresDb
 
     return AsyncPostgresDb(db_url=target.url.replace("+psycopg", "+psycopg_async"), db_schema=target.schema)
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """A script that is not part of a package (``bench/ceiling.py``), imported from its file as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +10,7 @@ import pytest
 from agno.models.message import Message
 
 from agno_compression.tokens import TokenCounter
+from tests.helpers import load_script
 
 CEILING = Path(__file__).resolve().parents[2] / "bench" / "ceiling.py"
 COUNTER = TokenCounter("gpt-4o")
@@ -19,11 +19,7 @@ NEED = frozenset({"RetryPolicy", "backoff_seconds", "max_attempts"})
 
 @pytest.fixture(scope="module")
 def ceiling() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_ceiling", CEILING)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(CEILING, "bench_ceiling")
 
 
 def conversation(filler_lines: int) -> list[Message]:

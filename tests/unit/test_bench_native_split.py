@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests.helpers import load_script
+
 SPLIT = Path(__file__).resolve().parents[2] / "bench" / "native" / "split.py"
 
 
 @pytest.fixture(scope="module")
 def split() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("native_split", SPLIT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SPLIT, "native_split")
 
 
 def make_source(root: Path, name: str, files: list[str]) -> Path:
