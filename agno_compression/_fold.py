@@ -465,6 +465,7 @@ class Folder:
         with state.original_calls():  # a write shortened in context wrote the whole file
             collected = _working_set.collect(full := state.full_run(state.live), carried, cfg.tool_kinds)
         artifacts = _working_set.in_this_run(collected, full, state.current)
+        artifacts = _working_set.pending_first(artifacts, full, state.current)  # what the request still asks for
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 

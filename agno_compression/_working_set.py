@@ -340,13 +340,32 @@ def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], curr
         return list(artifacts)
     words = "\n".join(_action_text(m) for m in messages[start:] if m.role in ("user", "assistant"))
     names = set(identifiers_in(words))
-    unused = {a.key for a in earlier if a.key not in words and len(_page_names(a.text) & names) < USE_NAMES}
+    unused = {a.key for a in earlier if a.key not in words and len(_names_of_text(a.text) & names) < USE_NAMES}
     return [a for a in artifacts if a.key not in unused]
 
 
+def pending_first(
+    artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None
+) -> list[Artifact]:
+    """``artifacts`` with the files that hold what the request still asks for first, most first; the rest as they
+    were (newest first). A request (a plan: "Step 3: a handler, following ``hooks_gemini.go``") names what is
+    still to do; its names no action of this run has used yet are *pending*, and a held file with ``USE_NAMES`` or
+    more of them is what the next steps will work from, however long ago it was read."""
+    start = next((i for i, m in enumerate(messages) if m is current), None) if artifacts else None
+    if start is None or current is None:
+        return list(artifacts)
+    pending = set(identifiers_in(content_text(current, use_compressed_content=False)))
+    for m in messages[start + 1 :]:
+        if m.role == "assistant" and pending:
+            pending -= set(identifiers_in(_action_text(m)))
+    score = {a.key: len(_names_of_text(a.text) & pending) for a in artifacts if a.label == "file" and pending}
+    first = sorted((a for a in artifacts if score.get(a.key, 0) >= USE_NAMES), key=lambda a: -score[a.key])
+    return first + [a for a in artifacts if score.get(a.key, 0) < USE_NAMES]
+
+
 @lru_cache(maxsize=64)
-def _page_names(text: str) -> frozenset[str]:
-    return frozenset(identifiers_in(text))  # a page is checked again at every model call of a run: named once
+def _names_of_text(text: str) -> frozenset[str]:
+    return frozenset(identifiers_in(text))  # a held text is checked again at every model call and fold: named once
 
 
 def _action_text(message: Message) -> str:

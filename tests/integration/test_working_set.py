@@ -4,6 +4,7 @@ a file and writing its new version, and a read or a write too large for the budg
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,4 +193,50 @@ def test_a_page_fetched_for_an_earlier_question_is_held_only_while_a_later_run_u
     assert manager.stats["folds"] >= 1 and any(summaries), "the second run folds the first"
     held = any("### page https://opera.example.org/libretto" in s for s in summaries)
     assert held is kept
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
+def _module(prefix: str) -> str:
+    return "\n".join(
+        f"def {prefix}_step_{i}(value: int) -> int:\n    return value + {i}  # {prefix} step {i}" for i in range(40)
+    )
+
+
+@pytest.mark.parametrize(
+    ("request_text", "first"),
+    [
+        (
+            "Write handlers_v2.py like handlers.py, with on_start_step_1, on_start_step_2 and on_start_step_3.",
+            "handlers.py",
+        ),
+        ("Write handlers_v2.py.", "other_2.py"),
+    ],
+    ids=["the request names its names", "it does not"],
+)
+def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
+    tmp_path: Path, request_text: str, first: str
+) -> None:
+    (tmp_path / "handlers.py").write_text(_module("on_start"))
+    for n in range(3):
+        (tmp_path / f"other_{n}.py").write_text(_module(f"other{n}"))
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "handlers.py"})])
+        if step <= 3:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"other_{step - 1}.py"})])
+        if step <= 20:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == 21:
+            seen["summaries"] = _summaries(messages)
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "handlers_v2.py", "contents": "x = 1"})])
+        return Reply(text="Done.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run(request_text)
+    held = re.findall(r"^### file (\S+)", seen["summaries"], re.M)
+    assert held and held[0] == first, held
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)

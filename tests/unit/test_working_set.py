@@ -24,6 +24,7 @@ from agno_compression._working_set import (
     held_tokens,
     in_this_run,
     kind_of,
+    pending_first,
     render,
     split,
 )
@@ -327,3 +328,25 @@ def test_a_page_an_earlier_run_fetched_stays_only_while_this_run_uses_it() -> No
     assert len(in_this_run(collect([*earlier, named]), [*earlier, named], named)) == 2, "its address: in use"
     fetched_now = [unrelated, *earlier[1:3]]
     assert len(in_this_run(collect(fetched_now), fetched_now, unrelated)) == 1, "fetched by this run: kept"
+
+
+def test_a_file_holding_what_the_request_still_asks_for_comes_first_until_an_action_uses_it() -> None:
+    plan = Message(
+        role="user", content="Write handlers_v2.py like handlers.py: on_start_hook, on_stop_hook, retry_backoff_ms"
+    )
+    reads = [
+        call("1", "Read", file_path="/src/handlers.py"),
+        result("1", "Read", "def on_start_hook(): ...\ndef on_stop_hook(): ...\nretry_backoff_ms = 30"),
+        call("2", "Read", file_path="/src/types.py"),
+        result("2", "Read", "class HookInput: ...\nsession_id_field = 1"),
+    ]
+    messages = [plan, *reads]
+    assert [a.key for a in collect(messages)] == ["/src/types.py", "/src/handlers.py"], "newest first"
+    ordered = pending_first(collect(messages), messages, plan)
+    assert [a.key for a in ordered] == ["/src/handlers.py", "/src/types.py"], "three pending names: it goes first"
+    write = call("3", "Write", file_path="/src/handlers_v2.py", content="on_start_hook on_stop_hook retry_backoff_ms")
+    again = [call("4", "Read", file_path="/src/types.py"), result("4", "Read", "class HookInput: ...")]
+    done = [*messages, write, result("3", "Write", "ok"), *again]
+    keys = [a.key for a in pending_first(collect(done), done, plan)]
+    assert keys.index("/src/types.py") < keys.index("/src/handlers.py"), "its names used: newest first again"
+    assert pending_first(collect(messages), messages, None) == collect(messages), "no request: as it was"
