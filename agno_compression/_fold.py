@@ -449,23 +449,23 @@ class Folder:
         return min(held, int(self.budget(state) * self.config.working_set_ratio))
 
     def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
-        """The working-set section for this fold (``_working_set``): what the run has in hand and will no longer see
-        verbatim, from the folded prompt (summaries at their budget) to ``working_set_ratio`` of the budget."""
-        cfg = self.config
-        if cfg.working_set_ratio <= 0:
+        """The working-set section for this fold (``_working_set``): what the run has in hand and no longer sees
+        verbatim, filling ``working_set_ratio`` of what a fold can free (the budget less system and request)."""
+        if (cfg := self.config).working_set_ratio <= 0:
             return ""
         unchanged = self.count(state, plan.unchanged_view())
+        floor = self.count(state, plan.fixed_view()) if unchanged <= limit else 0  # a long plan leaves files room
         if unchanged > limit:  # kept outputs too large get shortened down to the goal, the section on top (_apply)
             unchanged = self.target(state) if target is None else target
-        room = int(limit * cfg.working_set_ratio) - unchanged - self._summary_budget(state, plan, target)
-        if room < _working_set.MIN_PIECE:
+        room = floor + int((limit - floor) * cfg.working_set_ratio) - unchanged
+        if (room := room - self._summary_budget(state, plan, target)) < _working_set.MIN_PIECE:
             return ""
         summaries = [m for m in (plan.history_summary, plan.progress_summary) if m is not None]  # earlier runs' files
         carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
         with state.original_calls():  # a write shortened in context wrote the whole file
             collected = _working_set.collect(full := state.full_run(state.live), carried, cfg.tool_kinds)
         artifacts = _working_set.in_this_run(collected, full, state.current)
-        artifacts = _working_set.pending_first(artifacts, full, state.current)  # what the request still asks for
+        artifacts = _working_set.pending_first(artifacts, full, state.current)  # a plan's pattern file first
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 

@@ -88,9 +88,9 @@ class CompressionManager(AgnoCompressionManager):
     """Share of ``compress_at_tokens`` kept verbatim at a fold: the newest whole steps that fit stay as they were
     (besides the last tool batch, always kept). Higher keeps more of what the next step reads, at more tokens."""
     working_set_ratio: float = 0.6
-    """A fold keeps, verbatim, the files (pages, reports) the run read or wrote and still works with, newest first,
-    until the folded prompt reaches this share of ``compress_at_tokens`` (0: off). Folding then keeps what the
-    next write of a file needs; the prompt after a fold is larger, so folds come sooner."""
+    """A fold keeps the files (pages, reports) the run read or wrote and still works with, verbatim, until the folded
+    prompt holds the system messages and request plus this share of the rest of the budget (0: off): what the next
+    write of a file needs. The prompt after a fold is larger, so folds come sooner."""
     tool_kinds: Mapping[str, str | None] | None = None
     """What your own tools are to the working set: ``{"open_doc": "read", "save_doc": "write"}``; kinds are
     ``read``, ``write``, ``edit``, ``fetch``, ``delegate``; ``None`` leaves a tool out. Known toolkits (agno's,

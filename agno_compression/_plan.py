@@ -111,6 +111,10 @@ class FoldPlan:
         progress = [progress_summary] if progress_summary is not None else []
         return [*self.system, *head, *self.before, *current, *progress, *self.kept]
 
+    def fixed_view(self) -> list[Message]:
+        """What no fold removes or shortens: the system messages and the current user message."""
+        return [*self.system, *([self.current] if self.current is not None else [])]
+
     def unchanged_view(self) -> list[Message]:
         """The view that keeps the summaries already in context and drops nothing else (the floor plus summaries)."""
         return self.view(

@@ -2,8 +2,9 @@
 
 An agent with whole-file tools reads a file, then writes a new version of it or edits it, using dozens of names
 from what it read. A summary keeps a list of names; the next step needs the file. So a fold keeps, verbatim and
-newest first, what the run read or wrote and has not thrown away, within the room the fold would otherwise leave
-empty (``CompressionManager(working_set_ratio=...)``); what does not fit is summarized as before.
+newest first (a file holding what the request still asks for before them), what the run read or wrote and has not
+thrown away, within the room the fold would otherwise leave empty (``CompressionManager(working_set_ratio=...)``);
+what does not fit is summarized as before.
 
 What each tool does is told by its name (a table of the common toolkits: agno's, Claude Code, Gemini CLI, Codex,
 OpenHands) or, for any other tool, by the shape of its arguments: a path and a replacement (``old``/``new``) is an

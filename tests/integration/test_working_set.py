@@ -240,3 +240,30 @@ def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
     held = re.findall(r"^### file (\S+)", seen["summaries"], re.M)
     assert held and held[0] == first, held
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
+def test_a_long_plan_as_the_request_leaves_the_working_set_its_room(tmp_path: Path) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    plan = "Implement the following plan:\n" + "\n".join(
+        f"- Step {i}: review module_{i} and keep its public names as they are." for i in range(120)
+    )
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "config.py"})])
+        if step <= 16:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == 17:
+            seen["summaries"] = _summaries(messages)
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "config.py", "contents": "x = 1"})])
+        return Reply(text="Done.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run(plan)
+    assert manager.stats["folds"] >= 1
+    assert model.requests[0].prompt_tokens > 6_000 * 0.4, "the plan alone is over the fold's target"
+    assert "### file config.py" in seen["summaries"], "the file read is held beside the plan"
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
