@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,23 @@ def _module(prefix: str) -> str:
     )
 
 
+def _read_check_write(reads: list[str], checks: int, write: str, seen: dict[str, str]) -> Callable[..., Reply]:
+    """A script that reads ``reads`` one by one, runs ``checks`` checks, notes the summaries, then writes ``write``."""
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step < len(reads):
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": reads[step]})])
+        if step < len(reads) + checks:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == len(reads) + checks:
+            seen["summaries"] = _summaries(messages)
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": write, "contents": "x = 1"})])
+        return Reply(text="Done.")
+
+    return script
+
+
 @pytest.mark.parametrize(
     ("request_text", "first"),
     [
@@ -220,20 +238,7 @@ def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
     for n in range(3):
         (tmp_path / f"other_{n}.py").write_text(_module(f"other{n}"))
     seen: dict[str, str] = {}
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        step = info.call_index
-        if step == 0:
-            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "handlers.py"})])
-        if step <= 3:
-            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"other_{step - 1}.py"})])
-        if step <= 20:
-            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
-        if step == 21:
-            seen["summaries"] = _summaries(messages)
-            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "handlers_v2.py", "contents": "x = 1"})])
-        return Reply(text="Done.")
-
+    script = _read_check_write(["handlers.py", "other_0.py", "other_1.py", "other_2.py"], 17, "handlers_v2.py", seen)
     manager = CompressionManager(compress_at_tokens=6_000)
     agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
     agent.run(request_text)
@@ -248,18 +253,7 @@ def test_a_long_plan_as_the_request_leaves_the_working_set_its_room(tmp_path: Pa
         f"- Step {i}: review module_{i} and keep its public names as they are." for i in range(120)
     )
     seen: dict[str, str] = {}
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        step = info.call_index
-        if step == 0:
-            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "config.py"})])
-        if step <= 16:
-            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
-        if step == 17:
-            seen["summaries"] = _summaries(messages)
-            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "config.py", "contents": "x = 1"})])
-        return Reply(text="Done.")
-
+    script = _read_check_write(["config.py"], 16, "config.py", seen)
     manager = CompressionManager(compress_at_tokens=6_000)
     agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
     agent.run(plan)
