@@ -335,7 +335,7 @@ def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], curr
     pages = [a for a in artifacts if a.label == "page"]
     if not pages:  # checked before every model call: no page, no walk to find this run's start
         return list(artifacts)
-    start = next((i for i, m in enumerate(messages) if m is current), 0)
+    start = _run_start(messages, current) or 0
     earlier = [a for a in pages if a.used < start]
     if not earlier:
         return list(artifacts)
@@ -352,16 +352,23 @@ def pending_first(
     were (newest first). A request (a plan: "Step 3: a handler, following ``hooks_gemini.go``") names what is
     still to do; its names no action of this run has used yet are *pending*, and a held file with ``USE_NAMES`` or
     more of them is what the next steps will work from, however long ago it was read."""
-    start = next((i for i, m in enumerate(messages) if m is current), None) if artifacts else None
+    start = _run_start(messages, current) if artifacts else None
     if start is None or current is None:
         return list(artifacts)
     pending = set(identifiers_in(content_text(current, use_compressed_content=False)))
     for m in messages[start + 1 :]:
         if m.role == "assistant" and pending:
             pending -= set(identifiers_in(_action_text(m)))
-    score = {a.key: len(_names_of_text(a.text) & pending) for a in artifacts if a.label == "file" and pending}
+    if not pending:
+        return list(artifacts)
+    score = {a.key: len(_names_of_text(a.text) & pending) for a in artifacts if a.label == "file"}
     first = sorted((a for a in artifacts if score.get(a.key, 0) >= USE_NAMES), key=lambda a: -score[a.key])
     return first + [a for a in artifacts if score.get(a.key, 0) < USE_NAMES]
+
+
+def _run_start(messages: Sequence[Message], current: Message | None) -> int | None:
+    """Index of this run's user message ``current`` in ``messages`` (by identity), or ``None``."""
+    return next((i for i, m in enumerate(messages) if m is current), None)
 
 
 @lru_cache(maxsize=64)
