@@ -449,37 +449,43 @@ def render(
     return "\n".join([_HEADING, *blocks]) if blocks else ""
 
 
-_BLOCK = re.compile(r"^### (file|page|report) (.+?)( \(shortened; read it again for the rest\))?\n(`{3,})\n", re.M)
+_SECTION_AT = re.compile(rf"^## {SECTION}\b[^\n]*\n?", re.M)
+_BLOCK = re.compile(r"\n*^### (file|page|report) (.+?)( \(shortened; read it again for the rest\))?\n(`{3,})\n", re.M)
 
 
 def split(text: str) -> tuple[str, list[Artifact]]:
-    """A summary's text without its working-set section, and the artifacts that section held (oldest use first,
-    so anything the run touches again is newer)."""
-    at = text.find(f"## {SECTION}")
-    if at < 0:
-        return text, []
-    body = text[at:]
-    end = len(body)
-    items: list[Artifact] = []
+    """A summary's text without its working-set sections, and the artifacts they held (oldest use first, so
+    anything the run touches again is newer). A history summary loaded with an earlier run's progress summary
+    holds two sections: the text between them is the second summary, and its files are the newer ones."""
+    parts: list[str] = []
+    sections: list[list[tuple[str, str, str, str]]] = []
     pos = 0
-    while True:
-        found = _BLOCK.search(body, pos)
-        if found is None:
-            break
+    while (header := _SECTION_AT.search(text, pos)) is not None:
+        parts.append(text[pos : header.start()].strip("\n"))
+        pos, blocks = _blocks(text, header.end())
+        sections.append(blocks)
+    parts.append(text[pos:].strip("\n"))
+    newest_first = [b for blocks in reversed(sections) for b in blocks]
+    items = [
+        Artifact(key, label, body, -1 - n, frozenset(), path) for n, (key, label, body, path) in enumerate(newest_first)
+    ]
+    return "\n".join(p for p in parts if p) if sections else text, list(reversed(items))
+
+
+def _blocks(text: str, pos: int) -> tuple[int, list[tuple[str, str, str, str]]]:
+    """The whole blocks of a working-set section from ``pos`` (key, label, text, path; a shortened one is not the
+    file, so it is not carried) and where the section ends."""
+    out = []
+    while (found := _BLOCK.match(text, pos)) is not None:
         fence = found.group(4)
-        close = body.find(f"\n{fence}", found.end() - 1)
+        close = text.find(f"\n{fence}", found.end() - 1)
         if close < 0:
             break
-        content = body[found.end() : close]
         label, key = found.group(1), found.group(2)
-        if not found.group(3):  # a shortened text is not the file: it is not carried as one
-            path = key.split(" (", 1)[0] if label == "file" else ""
-            items.append(Artifact(key, label, content, -1 - len(items), frozenset(), path))
+        if not found.group(3):
+            out.append((key, label, text[found.end() : close], key.split(" (", 1)[0] if label == "file" else ""))
         pos = close + len(fence) + 1
-        end = pos
-    rest = body[end:].lstrip("\n")
-    head = text[:at].rstrip("\n")
-    return (f"{head}\n{rest}" if rest else head), list(reversed(items))
+    return pos, out
 
 
 def held_tokens(text: str, count: Callable[[str], int]) -> int:

@@ -261,3 +261,39 @@ def test_a_long_plan_as_the_request_leaves_the_working_set_its_room(tmp_path: Pa
     assert model.requests[0].prompt_tokens > 6_000 * 0.4, "the plan alone is over the fold's target"
     assert "### file config.py" in seen["summaries"], "the file read is held beside the plan"
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
+def test_a_later_run_keeps_what_the_summaries_of_an_earlier_run_held(tmp_path: Path) -> None:
+    """A run that folds its history and its own steps leaves two summaries, loaded as one message by the next run:
+    folding that message again keeps both (the second used to be cut off with the first one's working set)."""
+    for run in range(3):
+        (tmp_path / f"notes_{run}.txt").write_text(f"notes of run {run}: " + "filler words to fold " * 8)
+    seen: dict[str, str] = {}
+
+    def run_suite(config: str) -> str:
+        """Run the test suite with a settings file."""
+        return f"suite with {config}: 12 passed"
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        run = int(current_user(messages).split()[-1])
+        step = info.call_index - int(seen.setdefault(f"start {run}", str(info.call_index)))
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"notes_{run}.txt"})])
+        if step == 1:
+            return Reply(tool_calls=[ToolCall("run_suite", {"config": f"suite/run_{run}_settings.cfg"})])
+        if step <= 22:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": run * 100 + step})])
+        seen[f"summaries {run}"] = _summaries(messages)
+        return Reply(text=f"Run {run} done. " + "All notes checked and filed. " * 800)  # a long report
+
+    manager = CompressionManager(compress_at_tokens=6_000, payback_calls=None)  # folds only over the budget
+    db = SqliteDb(db_file=str(tmp_path / "runs.db"))
+    tools = (FileTools(base_dir=tmp_path), run_suite, run_checks)
+    agent, model = scripted_agent(script, *tools, manager=manager, db=db, session_id="s", add_history_to_context=True)
+    for run in range(3):  # the report folds the next run's history first: that summary holds the first file
+        agent.run(f"Check the notes of run {run}")
+    assert seen["summaries 1"].count("## Working set") == 2, "the second run ends with two summaries, each with files"
+    assert "suite/run_1_settings.cfg" not in seen["summaries 0"]
+    for run in range(2):
+        assert f"suite/run_{run}_settings.cfg" in seen["summaries 2"], f"run {run}'s ledger reaches the third run"
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)

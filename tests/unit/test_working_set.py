@@ -221,6 +221,24 @@ def test_a_summary_gives_back_its_working_set_whatever_the_text_holds() -> None:
     assert split("no section here") == ("no section here", [])
 
 
+def test_a_history_summary_loaded_with_a_progress_summary_gives_back_both() -> None:
+    older = render([Artifact("/a.py", "file", "A = 1", 1, frozenset(), "/a.py")], 1_000, COUNT)
+    newer = render(
+        [
+            Artifact("/b.py", "file", "B = 2", 2, frozenset(), "/b.py"),
+            Artifact("/a.py", "file", "A = 3", 1, frozenset(), "/a.py"),
+        ],
+        1_000,
+        COUNT,
+    )
+    text = f"[Summary]\n## Working state\n- read: /a.py\n\n{older}\nhint\n\n[Progress so far]\n## Working state\n"
+    body, carried = split(f"{text}- ran `make` → exit 0\n\n{newer}\nhint")
+    second = "[Progress so far]\n## Working state\n- ran `make` → exit 0\nhint"
+    assert body == f"[Summary]\n## Working state\n- read: /a.py\nhint\n\n{second}"
+    assert [(a.key, a.text) for a in carried] == [("/a.py", "A = 1"), ("/a.py", "A = 3"), ("/b.py", "B = 2")]
+    assert [a.used for a in carried] == sorted(a.used for a in carried), "the progress summary's files are newer"
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     texts=st.lists(st.text(min_size=1, max_size=600), min_size=1, max_size=5),
