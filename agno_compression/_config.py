@@ -156,6 +156,8 @@ def check_options(manager: Any) -> None:
         raise _bad("working_set_ratio", m.working_set_ratio, "a number from 0 to 0.95")
     _tool_kinds(m.tool_kinds)
     _int("max_summary_tokens", m.max_summary_tokens, 50)
+    if not _is_real(m.ledger_ratio) or not 0.0 <= m.ledger_ratio <= 0.5:
+        raise _bad("ledger_ratio", m.ledger_ratio, "a number from 0 to 0.5")
     if not _is_int(m.min_summary_tokens) or not 10 <= m.min_summary_tokens <= m.max_summary_tokens:
         raise _bad(
             "min_summary_tokens", m.min_summary_tokens, f"an int from 10 to max_summary_tokens ({m.max_summary_tokens})"
@@ -203,6 +205,7 @@ CHECKED: tuple[str, ...] = (
     "working_set_ratio",
     "tool_kinds",
     "max_summary_tokens",
+    "ledger_ratio",
     "min_summary_tokens",
     "token_counter",
     "summarizer_timeout",

@@ -65,6 +65,7 @@ class FoldConfig(Protocol):
     working_set_ratio: float
     tool_kinds: Mapping[str, str | None] | None
     max_summary_tokens: int
+    ledger_ratio: float
     min_summary_tokens: int
     search_tool: bool
     payback_calls: int | None
@@ -321,22 +322,21 @@ class Folder:
         summarizer: Summarizer | None = None,
         held: str = "",
     ) -> list[tuple[str, SummaryRequest]]:
-        """One request per summary the fold writes: the history summary, the progress summary, or both.
-
-        A summarizer that writes one text per call (a model) gets one request covering both spans when a
-        fold has both; its summary then goes after the current user message, where order allows it.
-        """
-        counter = self.config.counter_for(state.model)
+        """One request per summary the fold writes: the history summary, the progress summary, or both. A summarizer
+        that writes one text per call (a model) gets one request covering both spans, its summary placed after the
+        current user message where order allows it."""
+        cfg = self.config
+        counter = cfg.counter_for(state.model)
         budget = self._summary_budget(state, plan, target)
-        summarizer = summarizer or self.config.strategy.summarizer
+        summarizer = summarizer or cfg.strategy.summarizer
 
         def text(message: Message | None) -> str | None:
             # the working set is the fold's, not the summarizer's: it is chosen anew at every fold
             return _working_set.split(message.get_content_string())[0] if message is not None else None
 
-        # past its budget a summary may grow up to max_summary_tokens rather than drop a file or test it acted on
-        hint = counter.count_text(SEARCH_HINT) + 1 if self.config.search_tool else 0
-        cap = self.config.max_summary_tokens - hint
+        # rather than drop a file or test it acted on, a summary's ledger may take it past its budget up to the cap
+        hint = counter.count_text(SEARCH_HINT) + 1 if cfg.search_tool else 0
+        cap = max(cfg.max_summary_tokens, int(self.budget(state) * cfg.ledger_ratio)) - hint
 
         def request(
             messages: Sequence[Message], previous: str | None, kind: str, tokens: int, run_wide: bool = False

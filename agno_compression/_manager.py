@@ -7,8 +7,7 @@ current user, progress summary, last tool batch]`` (``_fold``). Every message a 
 the run's ledger (``_runs``) and a post-hook puts it back into the run's output before agno stores the
 run, so the database keeps the full record. This module holds the options and agno's hooks only.
 
-Compression never breaks a run: any failure degrades (model summary -> extractive -> no fold) with a
-logged warning.
+Compression never breaks a run: any failure degrades (model summary -> extractive -> no fold) with a logged warning.
 """
 
 from __future__ import annotations
@@ -70,8 +69,7 @@ Tools = list[Any] | None
 __all__ = ["CompressionManager", "FoldEvent"]
 
 SEARCH_FROM_START = True
-"""Send the search tool from a run's first call where the provider caches (``search_from_start``); the bench turns
-it off to measure the other choice."""
+"""Send the search tool from a run's first call where the provider caches; the bench turns it off to measure that."""
 
 
 @dataclass(kw_only=True)
@@ -89,14 +87,16 @@ class CompressionManager(AgnoCompressionManager):
     (besides the last tool batch, always kept). Higher keeps more of what the next step reads, at more tokens."""
     working_set_ratio: float = 0.6
     """A fold keeps the files (pages, reports) the run read or wrote and still works with, verbatim, until the folded
-    prompt holds the system messages and request plus this share of the rest of the budget (0: off): what the next
-    write of a file needs. The prompt after a fold is larger, so folds come sooner."""
+    prompt holds the system messages and request plus this share of the rest of the budget (0: off)."""
     tool_kinds: Mapping[str, str | None] | None = None
     """What your own tools are to the working set: ``{"open_doc": "read", "save_doc": "write"}``; kinds are
     ``read``, ``write``, ``edit``, ``fetch``, ``delegate``; ``None`` leaves a tool out. Known toolkits (agno's,
     Claude Code, Gemini CLI, Codex, OpenHands) and tools shaped like them are recognized without it."""
     max_summary_tokens: int = 1_300
-    """Upper bound on a summary's size (the working set comes on top)."""
+    """Upper bound on a summary's size (the working set comes on top), past which only its ledger may grow."""
+    ledger_ratio: float = 0.1
+    """Rather than drop a file or test the agent acted on, a summary's ledger may take it past ``max_summary_tokens``
+    up to this share of ``compress_at_tokens`` (0: ``max_summary_tokens`` is a hard bound)."""
     min_summary_tokens: int = 200
     """Smallest budget a summary gets, even when the kept messages are large."""
     token_counter: TokenCounter | None = None

@@ -49,6 +49,8 @@ BAD: list[tuple[str, Any]] = [
     ("verbatim_ratio", 0.95),
     ("working_set_ratio", 1.0),
     ("working_set_ratio", "0.5"),
+    ("ledger_ratio", 0.6),
+    ("ledger_ratio", -0.1),
     ("tool_kinds", ["Read"]),
     ("tool_kinds", {"Read": "open"}),
     ("tool_kinds", {1: "read"}),
