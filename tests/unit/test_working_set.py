@@ -241,6 +241,29 @@ def test_a_history_summary_loaded_with_a_progress_summary_gives_back_both() -> N
 
 @settings(max_examples=60, deadline=None)
 @given(
+    first=st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=3),
+    second=st.lists(st.text(min_size=1, max_size=300), min_size=1, max_size=3),
+    between=st.text(st.characters(blacklist_characters="#`"), max_size=80),
+)
+def test_two_summaries_in_one_message_split_as_each_does_alone(
+    first: list[str], second: list[str], between: str
+) -> None:
+    def summary(name: str, texts: list[str]) -> str:
+        items = [
+            Artifact(f"/{name}{i}", "file", t, len(texts) - i, frozenset(), f"/{name}{i}") for i, t in enumerate(texts)
+        ]
+        return f"[{name}]\n## Steps\n- {between}\n\n{render(items, 10_000, COUNT)}\nhint"
+
+    one, two = summary("a", first), summary("b", second)
+    body, carried = split(f"{one}\n\n{two}")
+    (body_one, kept_one), (body_two, kept_two) = split(one), split(two)
+    assert body == f"{body_one}\n\n{body_two}"
+    assert [(a.key, a.text) for a in carried] == [(a.key, a.text) for a in (*kept_one, *kept_two)]
+    assert [a.used for a in carried] == sorted(a.used for a in carried)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
     texts=st.lists(st.text(min_size=1, max_size=600), min_size=1, max_size=5),
     budget=st.integers(min_value=0, max_value=800),
 )
