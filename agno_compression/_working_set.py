@@ -458,24 +458,22 @@ def split(text: str) -> tuple[str, list[Artifact]]:
     anything the run touches again is newer). A history summary loaded with an earlier run's progress summary
     holds two sections: the text between them is the second summary, and its files are the newer ones."""
     parts: list[str] = []
-    sections: list[list[tuple[str, str, str, str]]] = []
+    sections: list[list[Artifact]] = []
     pos = 0
     while (header := _SECTION_AT.search(text, pos)) is not None:
         parts.append(text[pos : header.start()].strip("\n"))
         pos, blocks = _blocks(text, header.end())
         sections.append(blocks)
     parts.append(text[pos:].strip("\n"))
-    newest_first = [b for blocks in reversed(sections) for b in blocks]
-    items = [
-        Artifact(key, label, body, -1 - n, frozenset(), path) for n, (key, label, body, path) in enumerate(newest_first)
-    ]
+    newest_first = [a for blocks in reversed(sections) for a in blocks]
+    items = [replace(a, used=-1 - n) for n, a in enumerate(newest_first)]
     return "\n".join(p for p in parts if p) if sections else text, list(reversed(items))
 
 
-def _blocks(text: str, pos: int) -> tuple[int, list[tuple[str, str, str, str]]]:
-    """The whole blocks of a working-set section from ``pos`` (key, label, text, path; a shortened one is not the
-    file, so it is not carried) and where the section ends."""
-    out = []
+def _blocks(text: str, pos: int) -> tuple[int, list[Artifact]]:
+    """The whole blocks of a working-set section from ``pos``, newest first (a shortened one is not the file, so it
+    is not carried), and where the section ends."""
+    out: list[Artifact] = []
     while (found := _BLOCK.match(text, pos)) is not None:
         fence = found.group(4)
         close = text.find(f"\n{fence}", found.end() - 1)
@@ -483,7 +481,8 @@ def _blocks(text: str, pos: int) -> tuple[int, list[tuple[str, str, str, str]]]:
             break
         label, key = found.group(1), found.group(2)
         if not found.group(3):
-            out.append((key, label, text[found.end() : close], key.split(" (", 1)[0] if label == "file" else ""))
+            path = key.split(" (", 1)[0] if label == "file" else ""
+            out.append(Artifact(key, label, text[found.end() : close], 0, frozenset(), path))
         pos = close + len(fence) + 1
     return pos, out
 
