@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agno.models.message import Message
 
-from . import _names, _working_set
+from . import _names, _relevance, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
@@ -443,7 +443,7 @@ class Folder:
         walk = state.walk = state.walk or _working_set.Walk(self.config.tool_kinds)  # walks only what came since
         with state.original_calls():
             walked = walk.artifacts(full := state.full_run(state.live))
-        artifacts = _working_set.in_this_run(walked, full, state.current)
+        artifacts = _relevance.in_this_run(walked, full, state.current)
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
         return min(held, int(self.budget(state) * self.config.working_set_ratio))
@@ -464,8 +464,8 @@ class Folder:
         carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
         with state.original_calls():  # a write shortened in context wrote the whole file
             collected = _working_set.collect(full := state.full_run(state.live), carried, cfg.tool_kinds)
-        artifacts = _working_set.in_this_run(collected, full, state.current)
-        artifacts = _working_set.pending_first(artifacts, full, state.current)  # a plan's pattern file first
+        artifacts = _relevance.in_this_run(collected, full, state.current)
+        artifacts = _relevance.pending_first(artifacts, full, state.current)  # a plan's pattern file first
         visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
         return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
 

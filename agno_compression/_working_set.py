@@ -286,7 +286,7 @@ class _Tracker:
         share (a language's common calls) say nothing about which one is in use."""
         if len(self.items) == 0:
             return
-        action = self._names_of(_action_text(message))
+        action = self._names_of(action_text(message))
         if not action:
             return
         held = {key: self._names_of(item.text) & action for key, item in self.items.items()}
@@ -327,56 +327,14 @@ def collect(
     return sorted(tracker.items.values(), key=lambda a: a.used, reverse=True)
 
 
-def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
-    """``artifacts`` without the pages an earlier run fetched that this run does not use: one whose address its
-    request or actions (``messages`` from ``current``, its user message, on) do not name and that shares fewer than
-    ``USE_NAMES`` names with them. An answer to an earlier question is not carried into an unrelated one; files
-    and reports stay (a later request goes on working with them without naming them)."""
-    pages = [a for a in artifacts if a.label == "page"]
-    if not pages:  # checked before every model call: no page, no walk to find this run's start
-        return list(artifacts)
-    start = _run_start(messages, current) or 0
-    earlier = [a for a in pages if a.used < start]
-    if not earlier:
-        return list(artifacts)
-    words = "\n".join(_action_text(m) for m in messages[start:] if m.role in ("user", "assistant"))
-    names = set(identifiers_in(words))
-    unused = {a.key for a in earlier if a.key not in words and len(_names_of_text(a.text) & names) < USE_NAMES}
-    return [a for a in artifacts if a.key not in unused]
-
-
-def pending_first(
-    artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None
-) -> list[Artifact]:
-    """``artifacts`` with the files that hold what the request still asks for first, most first; the rest as they
-    were (newest first). A request (a plan: "Step 3: a handler, following ``hooks_gemini.go``") names what is
-    still to do; its names no action of this run has used yet are *pending*, and a held file with ``USE_NAMES`` or
-    more of them is what the next steps will work from, however long ago it was read."""
-    start = _run_start(messages, current) if artifacts else None
-    if start is None or current is None:
-        return list(artifacts)
-    pending = set(identifiers_in(content_text(current, use_compressed_content=False)))
-    for m in messages[start + 1 :]:
-        if m.role == "assistant" and pending:
-            pending -= set(identifiers_in(_action_text(m)))
-    if not pending:
-        return list(artifacts)
-    score = {a.key: len(_names_of_text(a.text) & pending) for a in artifacts if a.label == "file"}
-    first = sorted((a for a in artifacts if score.get(a.key, 0) >= USE_NAMES), key=lambda a: -score[a.key])
-    return first + [a for a in artifacts if score.get(a.key, 0) < USE_NAMES]
-
-
-def _run_start(messages: Sequence[Message], current: Message | None) -> int | None:
-    """Index of this run's user message ``current`` in ``messages`` (by identity), or ``None``."""
-    return next((i for i, m in enumerate(messages) if m is current), None)
-
-
 @lru_cache(maxsize=64)
-def _names_of_text(text: str) -> frozenset[str]:
-    return frozenset(identifiers_in(text))  # a held text is checked again at every model call and fold: named once
+def names_of_text(text: str) -> frozenset[str]:
+    """The names in a held text (cached: a held text is checked again at every model call and fold)."""
+    return frozenset(identifiers_in(text))
 
 
-def _action_text(message: Message) -> str:
+def action_text(message: Message) -> str:
+    """What an assistant message does, as text: its words and its calls' arguments."""
     return "\n".join([str(message.content or ""), *(a for _, a in _call_texts(message))])
 
 
@@ -435,18 +393,28 @@ def render(
         block = _block(item, item.text, cut=False)
         size = count(block) + 1
         if size > room:
-            chars = int(len(item.text) * (min(room, size * OUTLINE_SHARE) - 30) / size)
-            if chars < 400:
+            block, size = _cut(item, int(len(item.text) * (min(room, size * OUTLINE_SHARE) - 30) / size), room, count)
+            if not block:
                 continue  # too little of this one would fit: a smaller, older one may
-            short = outline(item.text, chars) if item.label == "file" else ""
-            short = short or shorten_text(item.text, chars)  # prose, data: its beginning and end
-            block = _block(item, short, cut=True)
-            size = count(block) + 1
-            if size > room:
-                continue
         blocks.append(block)
         room -= size
     return "\n".join([_HEADING, *blocks]) if blocks else ""
+
+
+def _cut(item: Artifact, chars: int, room: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """``item`` cut to about ``chars`` characters (a file to its outline, other text to its beginning and end) and
+    its size, within ``room`` tokens; ``("", 0)`` when what fits is under 400 characters. An outline is denser in
+    tokens than the file it comes from, so a cut over the room is made again, smaller by how far it went over."""
+    for _ in range(3):
+        if chars < 400:
+            break
+        short = outline(item.text, chars) if item.label == "file" else ""
+        short = short or shorten_text(item.text, chars)  # prose, data: its beginning and end
+        block = _block(item, short, cut=True)
+        if (size := count(block) + 1) <= room:
+            return block, size
+        chars = int(chars * (room - 10) / size)
+    return "", 0
 
 
 _SECTION_AT = re.compile(rf"^## {SECTION}\b[^\n]*\n?", re.M)

@@ -227,9 +227,10 @@ def _read_check_write(reads: list[str], checks: int, write: str, seen: dict[str,
             "Write handlers_v2.py like handlers.py, with on_start_step_1, on_start_step_2 and on_start_step_3.",
             "handlers.py",
         ),
-        ("Write handlers_v2.py.", "other_2.py"),
+        ("Write handlers_v2.py.", "handlers.py"),
+        ("Write report.py.", "other_2.py"),
     ],
-    ids=["the request names its names", "it does not"],
+    ids=["the request names its names", "the new file's name echoes it", "neither: newest first"],
 )
 def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
     tmp_path: Path, request_text: str, first: str
@@ -238,7 +239,8 @@ def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
     for n in range(3):
         (tmp_path / f"other_{n}.py").write_text(_module(f"other{n}"))
     seen: dict[str, str] = {}
-    script = _read_check_write(["handlers.py", "other_0.py", "other_1.py", "other_2.py"], 17, "handlers_v2.py", seen)
+    written = re.findall(r"\w+\.py", request_text)[0]
+    script = _read_check_write(["handlers.py", "other_0.py", "other_1.py", "other_2.py"], 17, written, seen)
     manager = CompressionManager(compress_at_tokens=6_000)
     agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
     agent.run(request_text)

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_reading",
                 "_names",
                 "_working_set",
+                "_relevance",
                 "_edits",
                 "_outline",
                 "_shell",
