@@ -104,6 +104,8 @@ KEYS = (
     "open items",
 )
 """Ledger lines with lists of values, in the order they are rendered."""
+PATH_LISTS = ("edited", "created", "read", "paths used")
+"""The ledger's lists of paths: a path shows once, in the first of them that has it (an edited file was read)."""
 
 
 def json_strings(value: Any) -> list[str]:
@@ -242,6 +244,12 @@ class Ledger:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
         files = {p for k in ("edited", "created", "read") for p in self.values.get(k, [])}
         shown = {k: v for k, v in self.values.items() if v}
+        held = _held_by_longer({p for k in PATH_LISTS for p in shown.get(k, [])})
+        once: set[str] = set()
+        for k in PATH_LISTS:  # each path once, and not when a longer one names it already
+            if k in shown:
+                shown[k] = [p for p in shown[k] if p not in once and p not in held]
+                once.update(shown[k])
         if "paths used" in shown:  # a path the ledger holds already, whole or inside a longer one, is not repeated
             longer = "\n".join(p for k, v in shown.items() if k != "errors" for p in v)
             shown["paths used"] = [p for p in shown["paths used"] if p not in files and longer.count(p) < 2]
@@ -290,6 +298,20 @@ class Ledger:
             elif sep and key in KEYS:
                 ledger.add(key, _split_values(key, values))
         return ledger
+
+
+def _held_by_longer(paths: set[str]) -> set[str]:
+    """The ``paths`` a longer one names already: the same file written out longer (``cli/hooks.go`` in
+    ``/repo/cmd/cli/hooks.go``), or a folder or import path another lies under (``github.com/o/r/agent`` under
+    ``github.com/o/r/agent/gemini``). By set lookups: a ledger of a long session lists hundreds of paths."""
+    tails: set[str] = set()
+    heads: set[str] = set()
+    for q in paths:  # tails and heads are shorter than the path they come from: no path holds itself
+        slashes = [i for i in range(1, len(q)) if q[i] == "/"]
+        tails.update(q[i:] for i in slashes)
+        heads.update(h for i in slashes for h in (q[:i], q[: i + 1]) if h != q)
+    # each one left out is inside the one that holds it, as written: what was acted on stays findable verbatim
+    return {p for p in paths if "/" + p in tails or p in heads}
 
 
 def section_lines(text: str | None, section: str) -> list[str]:

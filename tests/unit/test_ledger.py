@@ -241,6 +241,37 @@ def test_a_path_inside_a_longer_one_the_ledger_holds_is_not_repeated_as_used() -
     assert "- paths used: docs/guide.md" in lines, lines
 
 
+def test_a_path_shows_once_and_not_where_a_longer_path_names_it_already() -> None:
+    ledger = _ledger.Ledger()
+    ledger.add("edited", ["/repo/cmd/cli/hooks.go", "github.com/o/r/agent/gemini", "./cmd/x.go"])
+    ledger.add("created", ["/repo/cmd/cli/new.go", "github.com/o/r/agent", "cmd/x.go"])
+    ledger.add("read", ["/repo/cmd/cli/hooks.go", "cli/hooks.go", "/repo/tpl/HOOK.md.tmpl", "HOOK.md", ".env"])
+    ledger.add("paths used", ["/repo/cmd/cli/", "/repo/.env"])
+    lines = ledger.lines()
+    assert lines[:3] == [
+        "- edited: /repo/cmd/cli/hooks.go, github.com/o/r/agent/gemini, ./cmd/x.go",
+        "- created: /repo/cmd/cli/new.go",  # the package path lies under the one edited; cmd/x.go is in ./cmd/x.go
+        "- read: /repo/tpl/HOOK.md.tmpl, HOOK.md",  # edited, the same file written shorter, or a folder's file
+    ], lines
+    assert "- paths used: /repo/.env" in lines and all(".env" not in line for line in lines[:3]), lines
+
+
+_PATH_PART = st.sampled_from(["a", "b", "cli", ".", "..", "x.go", "a.go", "github.com", ".env", ""])
+_PATHS = st.lists(st.lists(_PATH_PART, min_size=1, max_size=4).map("/".join), max_size=8)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_PATHS, _PATHS, _PATHS, _PATHS)
+def test_every_path_the_ledger_holds_is_in_its_lines_as_written(
+    edited: list[str], created: list[str], read: list[str], used: list[str]
+) -> None:
+    ledger = _ledger.Ledger()
+    for key, paths in (("edited", edited), ("created", created), ("read", read), ("paths used", used)):
+        ledger.add(key, paths)
+    text = "\n".join(ledger.lines())
+    assert all(p in text for key in _ledger.PATH_LISTS for p in ledger.values[key])
+
+
 def test_a_written_file_creates_its_path_and_the_names_in_its_text_that_are_not_paths_are_left_out() -> None:
     code = 'import (\n\t"encoding/json"\n\t"github.com/acme/cli/cmd/paths"\n)\n// see docs/notes.md\n'
     code += "func f() error { return &ParseError{} }  // like json.SyntaxError\n"
