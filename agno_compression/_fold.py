@@ -18,15 +18,7 @@ from . import _names, _relevance, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
-from ._plan import (
-    HISTORY,
-    PROGRESS,
-    FoldPlan,
-    find_current_user,
-    make_summary_message,
-    plan_fold,
-    recent_start,
-)
+from ._plan import HISTORY, PROGRESS, FoldPlan, find_current_user, make_summary_message, plan_fold, recent_start
 from ._records import FoldRecorder
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._shortening import shorten_kept
@@ -387,7 +379,10 @@ class Folder:
         messages = state.live
         folded_ids: list[str] = []
         texts: list[str] = []
-        if summaries:
+        limit, target = limits or (self.budget(state), self.target(state))
+        counter, kinds = self.config.counter_for(state.model), self.config.tool_kinds
+
+        def rewrite(held: str) -> list[str]:
             history, progress = summaries.get(HISTORY), summaries.get(PROGRESS)
             last = PROGRESS if progress is not None else HISTORY
             made = {  # an empty summary (the folded messages said nothing) is never sent
@@ -395,22 +390,25 @@ class Folder:
                 for kind, s in summaries.items()
                 if strip_header(s.text)
             }
-            head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
-            tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
             if held and last in made:
                 made[last] = make_summary_message(self._with_search_hint(f"{summaries[last].text}\n\n{held}"), last)
-                head = made.get(HISTORY, head) if history is not None else head
-                tail = made.get(PROGRESS, tail) if progress is not None else tail
+            head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
+            tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
             messages[:] = plan.view(head, tail)
-            folded_ids = [m.id for m in plan.folded]
-            texts = [m.get_content_string() for m in (head, tail) if m is not None]
+            return [m.get_content_string() for m in (head, tail) if m is not None]
+
+        if summaries:
+            texts, folded_ids = rewrite(held), [m.id for m in plan.folded]
             for summary in summaries.values():
                 account(summary.response, summary.model, run_metrics)
-        limit, target = limits or (self.budget(state), self.target(state))
-        counter, kinds = self.config.counter_for(state.model), self.config.tool_kinds
         target = min(limit, target + counter.count_text(held)) if held else target  # kept outputs give it no room
         shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds)
         after = state.sent_tokens = self.count(state, messages)
+        if summaries and held and after > limit:  # a ledger past its summary's budget: the working set gives way
+            room = counter.count_text(held) - (after - limit)
+            held = _working_set.render(_working_set.split(held)[1], room, counter.count_text) if room > 0 else ""
+            texts = rewrite(held)
+            after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
         # stuck on a large kept batch (not on the system prompt or the user message): a newer batch lets it go
         steps = self.config.counter_for(state.model).count_messages(plan.kept) if state.stuck_at else 0

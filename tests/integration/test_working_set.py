@@ -299,3 +299,42 @@ def test_a_later_run_keeps_what_the_summaries_of_an_earlier_run_held(tmp_path: P
     for run in range(2):
         assert f"suite/run_{run}_settings.cfg" in seen["summaries 2"], f"run {run}'s ledger reaches the third run"
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
+@pytest.mark.parametrize(("ratio", "reads", "size"), [(0.7, 6, 100), (0.95, 6, 30), (0.95, 2, 10)])
+def test_a_ledger_past_its_summarys_budget_never_takes_the_working_set_over_the_budget(
+    tmp_path: Path, ratio: float, reads: int, size: int
+) -> None:
+    """The working set's room counts the summary at its budget; the ledger may take a summary past it (rather than
+    drop a file it acted on). A folded prompt over the budget then gets a smaller working set, not a call over."""
+    for n in range(reads):
+        (tmp_path / f"module_{n}.py").write_text(_module(f"module{n}"))
+    deep = "services/billing/internal/adapters/outbound/persistence/repositories"
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step < reads:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"module_{step}.py"})])
+        if step < reads + 20:  # long paths: a ledger larger than the summary's budget once the batches below come
+            path = f"{deep}/generated_repository_{step:03d}.py"
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": path, "contents": f"X_{step} = {step}"})])
+        if step < reads + 26:  # ten writes at once: a kept batch the fold cannot shorten, leaving the summary little
+            return Reply(
+                tool_calls=[
+                    ToolCall(
+                        "save_file", {"file_name": f"{deep}/part_{step}_{k}.py", "contents": "value = f(x) " * size}
+                    )
+                    for k in range(10)
+                ]
+            )
+        return Reply(text="Generated.")
+
+    plan = "Implement the plan:\n" + "\n".join(
+        f"- step {i}: generate the repository for entity_{i} and keep its public interface stable" for i in range(90)
+    )
+    manager = CompressionManager(compress_at_tokens=6_000, working_set_ratio=ratio)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), manager=manager)
+    agent.run(plan)
+    assert manager.stats["folds"] >= 3
+    sizes = [r.prompt_tokens for r in model.requests]
+    assert max(sizes) <= 6_000, [s for s in sizes if s > 6_000]
