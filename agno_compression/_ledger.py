@@ -242,7 +242,6 @@ class Ledger:
 
     def lines(self, max_commands: int | None = None) -> list[str]:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
-        files = {p for k in ("edited", "created", "read") for p in self.values.get(k, [])}
         shown = {k: v for k, v in self.values.items() if v}
         held = _held_by_longer({p for k in PATH_LISTS for p in shown.get(k, [])})
         once: set[str] = set()
@@ -252,7 +251,7 @@ class Ledger:
                 once.update(shown[k])
         if "paths used" in shown:  # a path the ledger holds already, whole or inside a longer one, is not repeated
             longer = "\n".join(p for k, v in shown.items() if k != "errors" for p in v)
-            shown["paths used"] = [p for p in shown["paths used"] if p not in files and longer.count(p) < 2]
+            shown["paths used"] = [p for p in shown["paths used"] if longer.count(p) < 2]
         out = [f"- {self._key(k)}: {', '.join(shown[k])}" for k in KEYS if shown.get(k)]
         commands = list(self.commands.items())
         verbs = dict(self.earlier)
