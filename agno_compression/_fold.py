@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agno.models.message import Message
 
-from . import _names, _relevance, _working_set
+from . import _held, _names, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
@@ -55,6 +55,7 @@ class FoldConfig(Protocol):
     target_ratio: float
     verbatim_ratio: float
     working_set_ratio: float
+    max_working_set_tokens: int
     tool_kinds: Mapping[str, str | None] | None
     max_summary_tokens: int
     ledger_ratio: float
@@ -195,7 +196,8 @@ class Folder:
         summary = min(cfg.max_summary_tokens, previous - kept + folded // 10 + 50) + kept  # grows with what it absorbs
         freed = folded + previous - summary
         if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
-            freed -= self._held_estimate(state, plan)
+            cap = min(int(self.budget(state) * cfg.working_set_ratio), cfg.max_working_set_tokens)
+            freed -= _held.estimate(state, plan, cfg.tool_kinds, cap)
         # the newest batch is new to the provider either way; kept steps before it (verbatim_ratio) are sent anew
         batch = max((i for i, m in enumerate(plan.kept) if m.role == "assistant" and m.tool_calls), default=0)
         # a new history summary: the current user message after it is sent anew too
@@ -338,7 +340,7 @@ class Folder:
                 before = state.names if state.names is not None else _names.Names.parse(previous)
                 names = state.names = _names.build(messages, before=before)
             return SummaryRequest(
-                messages=messages,
+                messages=state.with_original_calls(messages),  # the ledger lists what a shortened write wrote
                 previous=previous,
                 max_tokens=tokens,
                 count_tokens=counter.count_text,
@@ -392,8 +394,9 @@ class Folder:
             }
             if held and last in made:
                 made[last] = make_summary_message(self._with_search_hint(f"{summaries[last].text}\n\n{held}"), last)
-            head = made.get(HISTORY) if history is not None else (plan.history_summary if not plan.history else None)
-            tail = made.get(PROGRESS) if progress is not None else (plan.progress_summary if not plan.steps else None)
+            kept = _held.without_section  # a kept summary gives its section up: the fold chooses anew (_held)
+            head = made.get(HISTORY) if history is not None else None if plan.history else kept(plan.history_summary)
+            tail = made.get(PROGRESS) if progress is not None else None if plan.steps else kept(plan.progress_summary)
             messages[:] = plan.view(head, tail)
             return [m.get_content_string() for m in (head, tail) if m is not None]
 
@@ -402,12 +405,21 @@ class Folder:
             for summary in summaries.values():
                 account(summary.response, summary.model, run_metrics)
         target = min(limit, target + counter.count_text(held)) if held else target  # kept outputs give it no room
-        shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds)
+        size = counter.count_text(held) if summaries and held else 0  # what the section can give way
+        shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds, size)
         after = state.sent_tokens = self.count(state, messages)
-        if summaries and held and after > limit:  # a ledger past its summary's budget: the working set gives way
-            room = counter.count_text(held) - (after - limit)
+        if size and after > limit:  # a ledger past its summary's budget: the working set gives way
+            room = size - (after - limit)
             held = _working_set.render(_working_set.split(held)[1], room, counter.count_text) if room > 0 else ""
             texts = rewrite(held)
+            after = state.sent_tokens = self.count(state, messages)
+        elif (  # kept outputs shortened to the goal freed room the section was not given when it was chosen
+            summaries
+            and shortened
+            and (room := self._held_room(state, plan, limit, after - size)) >= size + _working_set.MIN_PIECE
+            and (grown := self._section(state, plan, room))
+        ):
+            texts = rewrite(grown)
             after = state.sent_tokens = self.count(state, messages)
         state.stuck_at = after if after > (limits[0] if limits else self.budget(state)) else None
         # stuck on a large kept batch (not on the system prompt or the user message): a newer batch lets it go
@@ -435,37 +447,26 @@ class Folder:
         )
         self._record(state, event, plan.folded if summaries else [])
 
-    def _held_estimate(self, state: RunState, plan: FoldPlan) -> int:
-        """About how many tokens of what this fold would fold its working set would keep (a quarter token per
-        character of what the run holds and would no longer see verbatim, within the working set's room)."""
-        walk = state.walk = state.walk or _working_set.Walk(self.config.tool_kinds)  # walks only what came since
-        with state.original_calls():
-            walked = walk.artifacts(full := state.full_run(state.live))
-        artifacts = _relevance.in_this_run(walked, full, state.current)
-        visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
-        held = sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4
-        return min(held, int(self.budget(state) * self.config.working_set_ratio))
-
     def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
-        """The working-set section for this fold (``_working_set``): what the run has in hand and no longer sees
-        verbatim, filling ``working_set_ratio`` of what a fold can free (the budget less system and request)."""
-        if (cfg := self.config).working_set_ratio <= 0:
+        """The working-set section for this fold (``_held``): what the run has in hand and no longer sees verbatim,
+        filling ``working_set_ratio`` of what a fold can free (the budget less system and request), at most
+        ``max_working_set_tokens``."""
+        if self.config.working_set_ratio <= 0:
             return ""
-        unchanged = self.count(state, plan.unchanged_view())
-        floor = self.count(state, plan.fixed_view()) if unchanged <= limit else 0  # a long plan leaves files room
-        if unchanged > limit:  # kept outputs too large get shortened down to the goal, the section on top (_apply)
-            unchanged = self.target(state) if target is None else target
-        room = floor + int((limit - floor) * cfg.working_set_ratio) - unchanged
-        if (room := room - self._summary_budget(state, plan, target)) < _working_set.MIN_PIECE:
-            return ""
-        summaries = [m for m in (plan.history_summary, plan.progress_summary) if m is not None]  # earlier runs' files
-        carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
-        with state.original_calls():  # a write shortened in context wrote the whole file
-            collected = _working_set.collect(full := state.full_run(state.live), carried, cfg.tool_kinds)
-        artifacts = _relevance.in_this_run(collected, full, state.current)
-        artifacts = _relevance.pending_first(artifacts, full, state.current)  # a plan's pattern file first
-        visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
-        return _working_set.render(artifacts, room, cfg.counter_for(state.model).count_text, visible=visible)
+        count = self.config.counter_for(state.model).count_text
+        unchanged = self.count(state, plan.unchanged_view()) - _held.carried_tokens(plan, count)
+        whole = unchanged <= limit  # else kept outputs get shortened down to the goal, the section on top (_apply)
+        kept = unchanged if whole else self.target(state) if target is None else target
+        room = self._held_room(state, plan, limit, kept + self._summary_budget(state, plan, target), whole)
+        return self._section(state, plan, room) if room >= _working_set.MIN_PIECE else ""
+
+    def _held_room(self, state: RunState, plan: FoldPlan, limit: int, rest: int, floor: bool = True) -> int:
+        fixed = self.count(state, plan.fixed_view()) if floor else 0
+        return _held.room(fixed, limit, rest, self.config.working_set_ratio, self.config.max_working_set_tokens)
+
+    def _section(self, state: RunState, plan: FoldPlan, room: int) -> str:
+        cfg = self.config
+        return _held.section(state, plan, room, cfg.counter_for(state.model).count_text, cfg.tool_kinds)
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = event.call_index = state.calls

@@ -88,6 +88,8 @@ class CompressionManager(AgnoCompressionManager):
     working_set_ratio: float = 0.6
     """A fold keeps the files (pages, reports) the run read or wrote and still works with, verbatim, until the folded
     prompt holds the system messages and request plus this share of the rest of the budget (0: off)."""
+    max_working_set_tokens: int = 4_000
+    """At most this many tokens of working set, whatever the budget (more costs each fold more than it keeps)."""
     tool_kinds: Mapping[str, str | None] | None = None
     """What your own tools are to the working set: ``{"open_doc": "read", "save_doc": "write"}``; kinds are
     ``read``, ``write``, ``edit``, ``fetch``, ``delegate``; ``None`` leaves a tool out. Known toolkits (agno's,
@@ -128,15 +130,13 @@ class CompressionManager(AgnoCompressionManager):
     """Fold before the budget is reached when the fold pays for the prompt cache it breaks (and for the
     summarizer's own tokens) within this many model calls; ``None`` folds only when the budget is exceeded."""
     prompt_caching: bool = True
-    """Help the provider's prompt cache: cache breakpoints on agno's Claude classes where the fold keeps the
-    prompt stable, ``prompt_cache_key`` (the session id) on ``OpenAIChat``/``OpenAIResponses``. ``False`` sends
-    exactly what agno sends."""
+    """Help the provider's prompt cache: breakpoints on agno's Claude classes where a fold keeps the prompt stable,
+    ``prompt_cache_key`` (the session id) on ``OpenAIChat``/``OpenAIResponses``; ``False`` sends what agno sends."""
     price_model: PriceModel | None = None
     """The provider's prices and cache rules (``agno_compression.pricing``); default: the table's row for each
     model, chosen from its agno class and id. Decides early folds and where breakpoints pay."""
     cache_rate: float | None = None
-    """Deprecated: a cached token's price as a share of the input price. Use ``price_model``; when set, it
-    replaces the read rate of every model's price model."""
+    """Deprecated (use ``price_model``): a cached token's price as a share of the input price, for every model."""
 
     def __post_init__(self) -> None:
         check_options(self)  # every field's type and range: a ConfigError naming the option and the value

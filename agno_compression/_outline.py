@@ -1,12 +1,17 @@
-"""The outline of a file too large to keep whole: the lines that carry the most names, in file order.
+"""The outline of a file too large to keep whole: the lines that carry the most names, in file order, and the
+names the lines left out use.
 
-Pure: text in, text out. The working set (``_working_set``) outlines a file it cannot hold whole.
+A name costs a few characters where the line that holds it costs a line: a file cut to a small share of its size
+keeps its declarations as lines and the spelling of most of what it names (what the next step, writing code
+against it, spells) as an index. Pure: text in, text out. The working set (``_working_set``) and the shortening of
+kept outputs (``_shortening``) outline what they cannot hold whole.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Callable
 
 from ._reading import identifiers_in
 
@@ -16,6 +21,10 @@ _DECLARATION = re.compile(
 )
 GAP = "⋮"
 """Marks lines of a file left out of its outline."""
+INDEX = f"{GAP} names in the lines left out:"
+"""Starts the line of an indexed outline that lists the names of the lines it left out."""
+LINES_SHARE = 0.2
+"""Share of its size an indexed outline gives to lines; the index takes what it needs of the rest."""
 
 
 def outline(text: str, max_chars: int) -> str:
@@ -54,6 +63,23 @@ def outline(text: str, max_chars: int) -> str:
         seen |= names[i]
         used += cost
     return with_gaps(lines, chosen)
+
+
+def indexed_outline(text: str, max_chars: int, lines: Callable[[str, int], str] | None = None) -> str:
+    """``text`` within about ``max_chars``: its ``lines`` (``outline`` by default; prose passes its own cut, the
+    beginning and end) in ``LINES_SHARE`` of them, then ``INDEX`` and the names of ``text`` the lines do not show,
+    in order of first appearance, as many as fit the rest. What the index does not need is left over for the
+    caller (a working set gives it to the next file). ``""`` when nothing fits."""
+    kept = (lines or outline)(text, int(max_chars * LINES_SHARE))
+    shown = set(identifiers_in(kept))
+    left = max_chars - len(kept) - len(INDEX) - 2
+    rest: list[str] = []
+    for name in identifiers_in(text):
+        if name not in shown and len(name) < left:
+            rest.append(name)
+            left -= len(name) + 1
+    index = f"{INDEX} {' '.join(rest)}" if rest else ""
+    return "\n".join(part for part in (kept, index) if part)
 
 
 def with_gaps(lines: list[str], chosen: set[int]) -> str:

@@ -115,6 +115,11 @@ class FoldPlan:
         """What no fold removes or shortens: the system messages and the current user message."""
         return [*self.system, *([self.current] if self.current is not None else [])]
 
+    def kept_summaries(self) -> list[Message]:
+        """The summaries in context this fold keeps (it absorbs the others into the ones it writes)."""
+        kept = (self.history_summary if not self.history else None, self.progress_summary if not self.steps else None)
+        return [m for m in kept if m is not None]
+
     def unchanged_view(self) -> list[Message]:
         """The view that keeps the summaries already in context and drops nothing else (the floor plus summaries)."""
         return self.view(

@@ -97,7 +97,7 @@ class RunState:
     names: Names | None = None
     """The names in use of every step this run folded so far (its progress summaries show only what fits)."""
     walk: Walk | None = None
-    """What the run has in hand for the working set, walked as messages come (``_fold._held_estimate``)."""
+    """What the run has in hand for the working set, walked as messages come (``_held.estimate``)."""
     cache_tail: tuple[int, int] | None = None
     """Where the previous request of this loop had its newest block, and how many folds had happened then: a
     cache breakpoint there is still valid while no fold came in between (``_prompt_cache``)."""
@@ -126,6 +126,11 @@ class RunState:
         finally:
             for key, (message, _) in self.call_originals.items():
                 message.tool_calls = shortened.get(key, message.tool_calls)
+
+    def with_original_calls(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages``, each one shortened in context as a copy that holds its original call arguments."""
+        originals = self.call_originals
+        return [m.model_copy(update={"tool_calls": originals[id(m)][1]}) if id(m) in originals else m for m in messages]
 
     def full_run(self, current: list[Message], memory_only: bool = False) -> list[Message]:
         """Every message the live list ever held (ledger order), then any of ``current`` not seen yet.

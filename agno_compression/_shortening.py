@@ -17,7 +17,7 @@ from typing import Any
 from agno.models.message import Message
 
 from ._observations import shorten_text
-from ._outline import GAP, outline
+from ._outline import GAP, indexed_outline
 from ._plan import SYSTEM_ROLES, FoldPlan, is_summary
 from ._runs import RunState
 from ._working_set import is_file_read
@@ -36,11 +36,13 @@ def shorten_kept(
     counter: TokenCounter,
     limits: tuple[int, int],
     tool_kinds: Mapping[str, str | None] | None = None,
+    slack: int = 0,
 ) -> list[str]:
     """Shorten the largest kept tool outputs, then kept call arguments, until the prompt fits ``limit`` (aiming
     at ``target``); the ids of the messages shortened. A whole file read is shortened to its outline (the lines
-    with the most names: what the next step, writing code against it, spells), any other output to its beginning
-    and end. Warns, naming the prompt's parts, when it still does not fit."""
+    with the most names, then the names of the rest: what the next step, writing code against it, spells), any
+    other output to its beginning and end. Warns, naming the prompt's parts, when it still does not fit with
+    ``slack`` tokens given way (a working set the caller renders again smaller)."""
     limit, target = limits
     total = count(state.live)
     if total <= limit:
@@ -61,13 +63,13 @@ def shorten_kept(
         chars = max(400, int(len(text) * allowed / max(size, 1)))
         if len(text) <= chars:
             continue
-        short = outline(text, chars - len(OUTLINED)) if m.id in files else ""
+        short = indexed_outline(text, chars - len(OUTLINED)) if m.id in files else ""
         m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
         total = count(state.live)
         shortened.append(m.id)
     if total > limit:
         total = _shorten_calls(state, plan, count, counter, total, (limit, target), shortened)
-    if total > limit:
+    if total > limit + slack:
         log.warning(
             "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
             total,
@@ -77,7 +79,10 @@ def shorten_kept(
     return shortened
 
 
-OUTLINED = f"[outline: the lines with the most names, {GAP} where lines are left out; read the file again for them]\n"
+OUTLINED = (
+    f"[outline: the lines with the most names, {GAP} where lines are left out, then the names those lines use; "
+    "read the file again for them]\n"
+)
 """Heads a whole file read shortened to its outline."""
 
 

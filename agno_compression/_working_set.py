@@ -30,7 +30,7 @@ from ._edits import NEW_KEYS, OLD_KEYS, apply_edit, apply_hunks, patch_files
 from ._messages import PATH_KEYS, call_arguments, content_text, first_string, path_argument
 from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
-from ._outline import outline
+from ._outline import indexed_outline
 from ._reading import identifiers_in
 from ._shell import shell_command, shell_read, shell_write, stale_after
 
@@ -402,14 +402,16 @@ def render(
 
 
 def _cut(item: Artifact, chars: int, room: int, count: Callable[[str], int]) -> tuple[str, int]:
-    """``item`` cut to about ``chars`` characters (a file to its outline, other text to its beginning and end) and
-    its size, within ``room`` tokens; ``("", 0)`` when what fits is under 400 characters. An outline is denser in
-    tokens than the file it comes from, so a cut over the room is made again, smaller by how far it went over."""
+    """``item`` cut to about ``chars`` characters (a file to its outline, other text to its beginning and end, each
+    followed by the names of what it leaves out: ``indexed_outline``) and its size, within ``room`` tokens;
+    ``("", 0)`` when what fits is under 400 characters. An outline is denser in tokens than the file it comes from,
+    so a cut over the room is made again, smaller by how far it went over."""
     for _ in range(3):
         if chars < 400:
             break
-        short = outline(item.text, chars) if item.label == "file" else ""
-        short = short or shorten_text(item.text, chars)  # prose, data: its beginning and end
+        # a file: its outline; prose, data: beginning and end; either with the names of what it leaves out
+        short = indexed_outline(item.text, chars, None if item.label == "file" else shorten_text)
+        short = short or shorten_text(item.text, chars)
         block = _block(item, short, cut=True)
         if (size := count(block) + 1) <= room:
             return block, size

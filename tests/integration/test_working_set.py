@@ -17,6 +17,7 @@ from agno.tools.shell import ShellTools
 
 from agno_compression import CompressionManager
 from agno_compression.testing import Reply, ScriptInfo, ToolCall, current_user, scripted_agent
+from agno_compression.tokens import TokenCounter
 
 CONFIG = "\n".join(
     ["class RetryPolicy:", *[f"    backoff_field_{i}: float = {i}.5  # seconds before retry {i}" for i in range(30)]]
@@ -267,7 +268,8 @@ def test_a_long_plan_as_the_request_leaves_the_working_set_its_room(tmp_path: Pa
 
 def test_a_later_run_keeps_what_the_summaries_of_an_earlier_run_held(tmp_path: Path) -> None:
     """A run that folds its history and its own steps leaves two summaries, loaded as one message by the next run:
-    folding that message again keeps both (the second used to be cut off with the first one's working set)."""
+    folding that message again keeps both (the second used to be cut off with the first one's working set). The
+    working set is chosen anew at each fold: a summary the fold keeps gives its section up to the new one."""
     for run in range(3):
         (tmp_path / f"notes_{run}.txt").write_text(f"notes of run {run}: " + "filler words to fold " * 8)
     seen: dict[str, str] = {}
@@ -294,7 +296,9 @@ def test_a_later_run_keeps_what_the_summaries_of_an_earlier_run_held(tmp_path: P
     agent, model = scripted_agent(script, *tools, manager=manager, db=db, session_id="s", add_history_to_context=True)
     for run in range(3):  # the report folds the next run's history first: that summary holds the first file
         agent.run(f"Check the notes of run {run}")
-    assert seen["summaries 1"].count("## Working set") == 2, "the second run ends with two summaries, each with files"
+    held = re.findall(r"^### file (\S+)", seen["summaries 1"], re.M)
+    assert seen["summaries 1"].count("## Working set") == 1, "a kept summary gives its section up to the new one"
+    assert {"notes_0.txt", "notes_1.txt"} <= set(held), "which holds what the kept one held and this run's file"
     assert "suite/run_1_settings.cfg" not in seen["summaries 0"]
     for run in range(2):
         assert f"suite/run_{run}_settings.cfg" in seen["summaries 2"], f"run {run}'s ledger reaches the third run"
@@ -338,3 +342,46 @@ def test_a_ledger_past_its_summarys_budget_never_takes_the_working_set_over_the_
     assert manager.stats["folds"] >= 3
     sizes = [r.prompt_tokens for r in model.requests]
     assert max(sizes) <= 6_000, [s for s in sizes if s > 6_000]
+
+
+def test_a_write_shortened_in_context_reaches_the_ledger_whole(tmp_path: Path) -> None:
+    """A write too large for the budget is shortened in context; the fold that folds it lists the paths the whole
+    write named, not only those its shortened stand-in kept (the acted-on facts of a run that writes whole files)."""
+    lines = [f"line_{i} = compute_value({i}, scale=2.5)" for i in range(900)]
+    lines[450] = "# moved here from legacy/pipeline/steps_old.py"
+    huge = "\n".join(lines)
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "gen.py", "contents": huge})])
+        if info.call_index < 12:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": info.call_index})])
+        seen["summaries"] = _summaries(messages)
+        return Reply(text="done")
+
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Generate gen.py.")
+    shortened = next(r for r in model.requests if len(r.messages) > 2).messages
+    assert not any("steps_old" in json.dumps(m.tool_calls or []) for m in shortened), "shortened in context"
+    assert manager.stats["folds"] >= 1
+    assert "legacy/pipeline/steps_old.py" in seen["summaries"], "the ledger lists what the whole write named"
+    assert all(r.prompt_tokens <= 4_000 for r in model.requests)
+
+
+@pytest.mark.parametrize("cap", [800, 4_000])
+def test_the_working_set_takes_at_most_max_working_set_tokens(tmp_path: Path, cap: int) -> None:
+    reads = [f"module_{n}.py" for n in range(8)]
+    for n, name in enumerate(reads):
+        (tmp_path / name).write_text(_module(f"module{n}"))
+    seen: dict[str, str] = {}
+    script = _read_check_write(reads, 30, "summary.txt", seen)
+    manager = CompressionManager(compress_at_tokens=12_000, max_working_set_tokens=cap)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Read the modules, check them, then write a summary.")
+    assert manager.stats["folds"] >= 1
+    section = seen["summaries"][seen["summaries"].index("## Working set") :]
+    size = TokenCounter("gpt-4o").count_text(section)
+    assert cap * 0.6 <= size <= cap, "the section fills its room up to the cap, not past it"
+    assert all(r.prompt_tokens <= 12_000 for r in model.requests)

@@ -51,6 +51,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_runs",
                 "_runner",
                 "_fold",
+                "_held",
                 "_shortening",
                 "_policies",
                 "_events",

@@ -1,11 +1,13 @@
-"""The outline of a file too large to keep whole: the lines with the most names, in file order, within a size."""
+"""The outline of a file too large to keep whole: the lines with the most names, in file order, within a size, and
+the names of the lines it left out."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression._outline import _DECLARATION, GAP, outline, with_gaps
+from agno_compression._observations import shorten_text
+from agno_compression._outline import _DECLARATION, GAP, INDEX, LINES_SHARE, indexed_outline, outline, with_gaps
 from agno_compression._reading import identifiers_in
 
 MODULE = "\n".join(
@@ -83,3 +85,45 @@ def test_the_outline_is_the_one_rescoring_every_line_would_choose(lines: list[st
     short = outline(text, max_chars)
     assert short == rescore_every_line(text, max_chars)
     assert sum(len(line) + 1 for line in short.split("\n") if line != GAP) <= max(max_chars, 0) or not short
+
+
+def test_an_indexed_outline_lists_the_names_of_the_lines_it_left_out_in_file_order() -> None:
+    short = indexed_outline(MODULE, 2_000)
+    lines, index = short.rsplit("\n", 1)
+    assert index.startswith(INDEX)
+    listed = index[len(INDEX) :].split()
+    shown = set(identifiers_in(lines))
+    assert listed and not shown & set(listed), "a name the lines show is not listed again"
+    assert listed == [n for n in identifiers_in(MODULE) if n in listed], "in order of first appearance"
+    assert "compute_value_39" in listed, "a body line left out still spells its names"
+    assert len(short) <= 2_000
+
+
+def test_prose_keeps_its_beginning_and_end_with_the_names_of_the_middle() -> None:
+    report = "Findings first.\n" + "\n".join(
+        f"The handler calls load_step_{i} before save_step_{i}." for i in range(60)
+    )
+    short = indexed_outline(report + "\nConclusion last.", 900, shorten_text)
+    assert short.startswith("Findings first.") and "Conclusion last." in short
+    assert "load_step_10" in short.rsplit("\n", 1)[1], "a name of the middle is in the index"
+
+
+def test_an_index_leaves_what_it_does_not_need_and_holds_everything_given_room() -> None:
+    short = indexed_outline(MODULE, 100_000)
+    assert len(short) < len(MODULE), "room the names do not need is left over for the caller"
+    assert set(identifiers_in(MODULE)) <= set(identifiers_in(short))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(LINE, max_size=40), max_chars=st.integers(min_value=0, max_value=900))
+def test_an_indexed_outline_keeps_within_its_size_and_never_invents_a_name(lines: list[str], max_chars: int) -> None:
+    text = "\n".join(lines)
+    short = indexed_outline(text, max_chars)
+    head = outline(text, int(max_chars * LINES_SHARE))
+    assert short.startswith(head)
+    assert len(short) <= max(max_chars, len(head))
+    assert set(identifiers_in(short)) <= set(identifiers_in(text))
+    # a name is left out of the index only when it would take the outline past its size
+    listed = short[len(head) :].strip().removeprefix(INDEX).split()
+    missing = [n for n in identifiers_in(text) if n not in set(identifiers_in(head)) | set(listed)]
+    assert all(len(short) + len(INDEX) + 3 + len(n) > max_chars for n in missing)
