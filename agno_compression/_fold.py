@@ -416,8 +416,8 @@ class Folder:
         elif (  # kept outputs shortened to the goal freed room the section was not given when it was chosen
             summaries
             and shortened
-            and (room := self._held_room(state, plan, limit, after - size)) >= size + _working_set.MIN_PIECE
-            and (grown := self._section(state, plan, room))
+            and (rooms := self._held_room(state, plan, limit, after - size))[0] >= size + _working_set.MIN_PIECE
+            and (grown := self._section(state, plan, rooms))
         ):
             texts = rewrite(grown)
             after = state.sent_tokens = self.count(state, messages)
@@ -457,16 +457,16 @@ class Folder:
         unchanged = self.count(state, plan.unchanged_view()) - _held.carried_tokens(plan, count)
         whole = unchanged <= limit  # else kept outputs get shortened down to the goal, the section on top (_apply)
         kept = unchanged if whole else self.target(state) if target is None else target
-        room = self._held_room(state, plan, limit, kept + self._summary_budget(state, plan, target), whole)
-        return self._section(state, plan, room) if room >= _working_set.MIN_PIECE else ""
+        rooms = self._held_room(state, plan, limit, kept + self._summary_budget(state, plan, target), whole)
+        return self._section(state, plan, rooms) if rooms[0] >= _working_set.MIN_PIECE else ""
 
-    def _held_room(self, state: RunState, plan: FoldPlan, limit: int, rest: int, floor: bool = True) -> int:
+    def _held_room(self, state: RunState, plan: FoldPlan, limit: int, rest: int, floor: bool = True) -> _held.Rooms:
         fixed = self.count(state, plan.fixed_view()) if floor else 0
-        return _held.room(fixed, limit, rest, self.config.working_set_ratio, self.config.max_working_set_tokens)
+        return _held.rooms(fixed, limit, rest, self.config.working_set_ratio, self.config.max_working_set_tokens)
 
-    def _section(self, state: RunState, plan: FoldPlan, room: int) -> str:
+    def _section(self, state: RunState, plan: FoldPlan, rooms: _held.Rooms) -> str:
         cfg = self.config
-        return _held.section(state, plan, room, cfg.counter_for(state.model).count_text, cfg.tool_kinds)
+        return _held.section(state, plan, rooms, cfg.counter_for(state.model).count_text, cfg.tool_kinds)
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = event.call_index = state.calls

@@ -43,7 +43,14 @@ def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], curr
 def pending_first(
     artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None
 ) -> list[Artifact]:
-    """``artifacts`` with what the request still asks for first; the rest as they were (newest first).
+    """``artifacts`` with what the request still asks for first (``pending``); the rest as they were (newest
+    first)."""
+    first = pending(artifacts, messages, current)
+    return first + [a for a in artifacts if not any(a is b for b in first)]
+
+
+def pending(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
+    """What of ``artifacts`` the request still asks for, most first.
 
     A request (a plan: "Step 3: a handler, following ``hooks_gemini.go``") names what is still to do; its names
     no action of this run has used yet are *pending*, and a held file with ``USE_NAMES`` or more of them is what
@@ -51,17 +58,15 @@ def pending_first(
     request's next new file follows (``model_file``)."""
     start = _run_start(messages, current) if artifacts else None
     if start is None or current is None:
-        return list(artifacts)
-    pending = set(identifiers_in(content_text(current, use_compressed_content=False)))
+        return []
+    asked = set(identifiers_in(content_text(current, use_compressed_content=False)))
     for m in messages[start + 1 :]:
-        if m.role == "assistant" and pending:
-            pending -= set(identifiers_in(action_text(m)))
-    score = {a.key: len(names_of_text(a.text) & pending) for a in artifacts if a.label == "file"}
+        if m.role == "assistant" and asked:
+            asked -= set(identifiers_in(action_text(m)))
+    score = {a.key: len(names_of_text(a.text) & asked) for a in artifacts if a.label == "file"}
     first = sorted((a for a in artifacts if score.get(a.key, 0) >= USE_NAMES), key=lambda a: -score[a.key])
     model = model_file(artifacts, messages[start:], current)
-    if model is not None:
-        first = [model, *(a for a in first if a is not model)]
-    return first + [a for a in artifacts if score.get(a.key, 0) < USE_NAMES and a is not model]
+    return first if model is None else [model, *(a for a in first if a is not model)]
 
 
 def model_file(artifacts: Sequence[Artifact], run: Sequence[Message], current: Message) -> Artifact | None:

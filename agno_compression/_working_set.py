@@ -379,13 +379,17 @@ def render(
     count: Callable[[str], int],
     *,
     visible: frozenset[str] = frozenset(),
+    first: tuple[int, int] = (0, 0),
 ) -> str:
-    """The working-set section within ``max_tokens``: newest first, each whole while it fits, the first that does
-    not fit cut to the rest of the room; artifacts whose sources are all in ``visible`` (kept verbatim) left out.
-    Empty when nothing fits."""
-    room = max_tokens - count(_HEADING) - 2
+    """The working-set section within ``max_tokens``: in order, each whole while it fits, the first that does not
+    fit cut to the rest of the room; artifacts whose sources are all in ``visible`` (kept verbatim) left out. With
+    ``first`` (``n``, ``tokens``) the first ``n`` artifacts may take the section up to ``tokens``, the rest only what
+    that leaves of ``max_tokens``. Empty when nothing fits."""
+    extra = max(0, first[1] - max_tokens) if first[0] else 0
+    room = max_tokens + extra - count(_HEADING) - 2
     blocks: list[str] = []
-    for item in artifacts:
+    for n, item in enumerate(artifacts):
+        room -= extra if n == first[0] else 0
         if room < MIN_PIECE:
             break
         if item.sources and item.sources <= visible:

@@ -367,3 +367,13 @@ def test_a_shell_here_document_that_writes_a_whole_file_replaces_what_was_held()
     write = [call("2", "Bash", command="cat > /src/c.py << 'EOF'\nx = 3\nEOF"), result("2", "Bash", "")]
     [item] = collect(messages + write)
     assert (item.key, item.text, item.sources) == ("/src/c.py", "x = 3", {write[0].id})
+
+
+def test_what_goes_first_may_take_the_section_past_its_room_and_the_rest_only_what_is_left() -> None:
+    pattern = Artifact("/pattern.py", "file", MODULE, 2, frozenset(), "/pattern.py")
+    newer = Artifact("/newer.py", "file", "NEWER_CONSTANT = 1", 5, frozenset(), "/newer.py")
+    plain = render([pattern, newer], 300, COUNT)
+    wide = render([pattern, newer], 300, COUNT, first=(1, 900))
+    assert COUNT(plain) <= 300 < COUNT(wide) <= 900
+    assert "NEWER_CONSTANT" not in wide, "the rest gets what the first left of the room: nothing"
+    assert render([pattern, newer], 300, COUNT, first=(0, 900)) == plain, "nothing first: the room as it was"
