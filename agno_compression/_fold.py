@@ -404,8 +404,9 @@ class Folder:
             texts, folded_ids = rewrite(held), [m.id for m in plan.folded]
             for summary in summaries.values():
                 account(summary.response, summary.model, run_metrics)
-        target = min(limit, target + counter.count_text(held)) if held else target  # kept outputs give it no room
-        size = counter.count_text(held) if summaries and held else 0  # what the section can give way
+        held_tokens = counter.count_text(held) if held else 0
+        target = min(limit, target + held_tokens) if held else target  # kept outputs give it no room
+        size = held_tokens if summaries else 0  # what the section can give way
         shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds, size)
         after = state.sent_tokens = self.count(state, messages)
         if size and after > limit:  # a ledger past its summary's budget: the working set gives way

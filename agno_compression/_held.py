@@ -53,7 +53,7 @@ def section(
         collected = _working_set.collect(full := state.full_run(state.live), carried, tool_kinds)
     artifacts = _relevance.in_this_run(collected, full, state.current)
     first = _relevance.pending(artifacts, full, state.current)  # a plan's pattern file first
-    artifacts = first + [a for a in artifacts if not any(a is b for b in first)]
+    artifacts = _relevance.put_first(first, artifacts)
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
     return _working_set.render(artifacts, rooms[0], count, visible=visible, first=(len(first), rooms[1]))
 

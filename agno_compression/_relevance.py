@@ -45,8 +45,12 @@ def pending_first(
 ) -> list[Artifact]:
     """``artifacts`` with what the request still asks for first (``pending``); the rest as they were (newest
     first)."""
-    first = pending(artifacts, messages, current)
-    return first + [a for a in artifacts if not any(a is b for b in first)]
+    return put_first(pending(artifacts, messages, current), artifacts)
+
+
+def put_first(first: Sequence[Artifact], artifacts: Sequence[Artifact]) -> list[Artifact]:
+    """``first``, then the rest of ``artifacts`` in their order."""
+    return [*first, *(a for a in artifacts if not any(a is b for b in first))]
 
 
 def pending(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
