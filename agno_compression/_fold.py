@@ -450,8 +450,8 @@ class Folder:
 
     def _working_set(self, state: RunState, plan: FoldPlan, limit: int, target: int | None = None) -> str:
         """The working-set section for this fold (``_held``): what the run has in hand and no longer sees verbatim,
-        filling ``working_set_ratio`` of what a fold can free (the budget less system and request), at most
-        ``max_working_set_tokens``."""
+        filling ``working_set_ratio`` of what a fold can free (the files in use more, with room of their own even
+        where the rest has none), at most ``max_working_set_tokens``."""
         if self.config.working_set_ratio <= 0:
             return ""
         count = self.config.counter_for(state.model).count_text
@@ -459,7 +459,7 @@ class Folder:
         whole = unchanged <= limit  # else kept outputs get shortened down to the goal, the section on top (_apply)
         kept = unchanged if whole else self.target(state) if target is None else target
         rooms = self._held_room(state, plan, limit, kept + self._summary_budget(state, plan, target), whole)
-        return self._section(state, plan, rooms) if rooms[0] >= _working_set.MIN_PIECE else ""
+        return self._section(state, plan, rooms) if rooms[1] >= _working_set.MIN_PIECE else ""
 
     def _held_room(self, state: RunState, plan: FoldPlan, limit: int, rest: int, floor: bool = True) -> _held.Rooms:
         fixed = self.count(state, plan.fixed_view()) if floor else 0

@@ -16,13 +16,15 @@ from . import _relevance, _working_set
 from ._plan import HISTORY, FoldPlan, make_summary_message, summary_kind
 from ._runs import RunState
 
-PENDING_RATIO = 0.85
-"""What the request still asks for (``_relevance.pending``) may take the folded prompt up to this share of what a
-fold can free, past ``working_set_ratio``: the files the next steps work from, at the cost of folding sooner."""
+IN_USE_RATIO = 0.85
+"""What the request still asks for (``_relevance.pending``) and the files this run's writes were built from
+(``_relevance.drawn_on``) may take the folded prompt up to this share of what a fold can free, past
+``working_set_ratio``: the files the next steps work from, at the cost of folding sooner. A file only read has
+shown no use yet: an agent reading many files is not folded more often for them."""
 
 
 Rooms = tuple[int, int]
-"""The section's room, and the room of what the request still asks for."""
+"""The section's room, and the room of the files in use (``IN_USE_RATIO``)."""
 
 
 def room(fixed: int, limit: int, rest: int, ratio: float, cap: int) -> int:
@@ -33,8 +35,8 @@ def room(fixed: int, limit: int, rest: int, ratio: float, cap: int) -> int:
 
 
 def rooms(fixed: int, limit: int, rest: int, ratio: float, cap: int) -> Rooms:
-    """``room`` at ``ratio``, and at ``PENDING_RATIO`` for what the request still asks for (never less)."""
-    return room(fixed, limit, rest, ratio, cap), room(fixed, limit, rest, max(ratio, PENDING_RATIO), cap)
+    """``room`` at ``ratio``, and at ``IN_USE_RATIO`` for the files in use (never less)."""
+    return room(fixed, limit, rest, ratio, cap), room(fixed, limit, rest, max(ratio, IN_USE_RATIO), cap)
 
 
 def section(
@@ -44,18 +46,21 @@ def section(
     count: Callable[[str], int],
     tool_kinds: Mapping[str, str | None] | None,
 ) -> str:
-    """The section within ``rooms`` (the room, and the room of what the request still asks for): the run's files,
-    pages and reports (with those the summaries in context carry), what the request still asks for first, those the
-    kept steps show verbatim left out."""
+    """The section within ``rooms`` (the room, and the room of the files in use: what the request still asks for,
+    what this run's writes were built from): the run's files, pages and reports (with those the summaries in context
+    carry), what the request still asks for first, those the kept steps show verbatim left out."""
     summaries = [m for m in (plan.history_summary, plan.progress_summary) if m is not None]  # earlier runs' files
     carried = [a for m in summaries for a in _working_set.split(m.get_content_string())[1]]
     with state.original_calls():  # a write shortened in context wrote the whole file
         collected = _working_set.collect(full := state.full_run(state.live), carried, tool_kinds)
     artifacts = _relevance.in_this_run(collected, full, state.current)
     first = _relevance.pending(artifacts, full, state.current)  # a plan's pattern file first
-    artifacts = _relevance.put_first(first, artifacts)
+    drawn = _relevance.drawn_on(artifacts, full, state.current)  # what this run's writes were built from
+    wide = frozenset(a.key for a in (*first, *drawn))
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
-    return _working_set.render(artifacts, rooms[0], count, visible=visible, first=(len(first), rooms[1]))
+    return _working_set.render(
+        _relevance.put_first(first, artifacts), rooms[0], count, visible=visible, wide=(wide, rooms[1])
+    )
 
 
 def estimate(state: RunState, plan: FoldPlan, tool_kinds: Mapping[str, str | None] | None, max_tokens: int) -> int:

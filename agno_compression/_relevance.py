@@ -16,7 +16,7 @@ from agno.models.message import Message
 from ._ledger import paths_in
 from ._messages import call_arguments, content_text, path_argument
 from ._reading import identifiers_in
-from ._working_set import EDIT, USE_NAMES, WRITE, Artifact, action_text, kind_of, names_of_text
+from ._working_set import EDIT, USE_NAMES, WRITE, Artifact, action_text, kind_of, names_of_text, taken_from
 
 MODEL_SHARE = 4
 """Characters of its name (start and end, extension aside) a new file must share with a held one to follow it."""
@@ -73,6 +73,36 @@ def pending(artifacts: Sequence[Artifact], messages: Sequence[Message], current:
     return first if model is None else [model, *(a for a in first if a is not model)]
 
 
+def drawn_on(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
+    """The held files a write or edit of this run (``messages`` from ``current`` on) took names from, in their
+    order: what the agent builds its changes from, read or written, and likely will again. A write does not draw on
+    the file it writes; it takes ``USE_NAMES`` or more names from a file, besides those most held files share."""
+    files = [a for a in artifacts if a.label == "file"]
+    start = _run_start(messages, current) if files else None
+    if start is None:
+        return []
+    drawn: set[str] = set()
+    for m in messages[start + 1 :]:
+        if targets := _written(m):
+            held = {a.key: names_of_text(a.text) for a in files if a.path not in targets}
+            drawn.update(taken_from(held, names_of_text(action_text(m))))
+    return [a for a in files if a.key in drawn]
+
+
+def _written(message: Message) -> set[str]:
+    """The paths an assistant message's calls write or edit."""
+    if message.role != "assistant":
+        return set()
+    return {
+        path
+        for call in message.tool_calls or []
+        if isinstance(call, dict)
+        and isinstance(args := call_arguments(call), dict)
+        and kind_of(str(call.get("function", {}).get("name", "")), args) in (WRITE, EDIT)
+        and (path := path_argument(args)) is not None
+    }
+
+
 def model_file(artifacts: Sequence[Artifact], run: Sequence[Message], current: Message) -> Artifact | None:
     """The held file the request's next new file follows, or ``None``.
 
@@ -82,15 +112,7 @@ def model_file(artifacts: Sequence[Artifact], run: Sequence[Message], current: M
     ``hooks_openclaw_handlers.go``: ``hooks_`` and ``_handlers``); of those the one sharing most. A file the agent
     wrote is its own work, not the pattern it follows.
     """
-    written = {
-        path_argument(args)
-        for m in run
-        if m.role == "assistant"
-        for call in m.tool_calls or []
-        if isinstance(call, dict)
-        and isinstance(args := call_arguments(call), dict)
-        and kind_of(str(call.get("function", {}).get("name", "")), args) in (WRITE, EDIT)
-    }
+    written = {path for m in run for path in _written(m)}
     files = [a for a in artifacts if a.label == "file"]
     held = {_file_name(a.key) for a in files}
     models = [a for a in files if a.path not in written]

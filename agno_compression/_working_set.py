@@ -19,7 +19,7 @@ Pure: artifacts are built from messages and rendered as text; nothing is counted
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from typing import Any
@@ -289,17 +289,8 @@ class _Tracker:
         action = self._names_of(action_text(message))
         if not action:
             return
-        held = {key: self._names_of(item.text) & action for key, item in self.items.items()}
-        common: set[str] = set()
-        if len(held) >= 4:
-            counts: dict[str, int] = {}
-            for names in held.values():
-                for name in names:
-                    counts[name] = counts.get(name, 0) + 1
-            common = {name for name, n in counts.items() if n > len(held) / 2}
-        for key, names in held.items():
-            if len(names - common) >= USE_NAMES:
-                self.items[key] = replace(self.items[key], used=i)
+        for key in taken_from({key: self._names_of(item.text) for key, item in self.items.items()}, action):
+            self.items[key] = replace(self.items[key], used=i)
 
     def _touch(self, i: int, args: dict[str, Any]) -> None:
         """A call that names a file the working set holds (a search in it, a command on it) uses it; a command
@@ -310,6 +301,21 @@ class _Tracker:
                 del self.items[key]
             elif item.path and item.path in words:
                 self.items[key] = replace(item, used=i)
+
+
+def taken_from(held: Mapping[str, frozenset[str]], action: Iterable[str]) -> list[str]:
+    """The keys of ``held`` (each thing's names) an action with names ``action`` takes ``USE_NAMES`` or more names
+    from, besides the names most held things share (a language's common calls say nothing about which one is in
+    use)."""
+    shared = {key: names & set(action) for key, names in held.items()}
+    common: set[str] = set()
+    if len(shared) >= 4:
+        counts: dict[str, int] = {}
+        for names in shared.values():
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+        common = {name for name, n in counts.items() if n > len(shared) / 2}
+    return [key for key, names in shared.items() if len(names - common) >= USE_NAMES]
 
 
 def collect(
@@ -379,21 +385,19 @@ def render(
     count: Callable[[str], int],
     *,
     visible: frozenset[str] = frozenset(),
-    first: tuple[int, int] = (0, 0),
+    wide: tuple[Collection[str], int] = ((), 0),
 ) -> str:
-    """The working-set section within ``max_tokens``: in order, each whole while it fits, the first that does not
-    fit cut to the rest of the room; artifacts whose sources are all in ``visible`` (kept verbatim) left out. With
-    ``first`` (``n``, ``tokens``) the first ``n`` artifacts may take the section up to ``tokens``, the rest only what
-    that leaves of ``max_tokens``. Empty when nothing fits."""
-    extra = max(0, first[1] - max_tokens) if first[0] else 0
-    room = max_tokens + extra - count(_HEADING) - 2
+    """The working-set section within ``max_tokens``: in order, each whole while it fits, one that does not fit cut
+    to the rest of the room; artifacts whose sources are all in ``visible`` (kept verbatim) left out. With ``wide``
+    (keys, ``tokens``) the artifacts of those keys may take the section up to ``tokens``, the others only up to
+    ``max_tokens``. Empty when nothing fits."""
+    keys, wide_tokens = wide
+    used = count(_HEADING) + 2
     blocks: list[str] = []
-    for n, item in enumerate(artifacts):
-        room -= extra if n == first[0] else 0
-        if room < MIN_PIECE:
-            break
-        if item.sources and item.sources <= visible:
-            continue
+    for item in artifacts:
+        room = (max(max_tokens, wide_tokens) if item.key in keys else max_tokens) - used
+        if room < MIN_PIECE or (item.sources and item.sources <= visible):
+            continue  # no room for this one: a wide one further on may still have some
         block = _block(item, item.text, cut=False)
         size = count(block) + 1
         if size > room:
@@ -401,7 +405,7 @@ def render(
             if not block:
                 continue  # too little of this one would fit: a smaller, older one may
         blocks.append(block)
-        room -= size
+        used += size
     return "\n".join([_HEADING, *blocks]) if blocks else ""
 
 

@@ -250,6 +250,40 @@ def test_the_file_the_request_still_asks_for_is_held_before_newer_ones(
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)
 
 
+def test_the_file_a_write_was_built_from_keeps_room_when_newer_reads_fill_the_rest(tmp_path: Path) -> None:
+    """``base.py`` was read first and a write took its names; four newer files fill the working set's room. The file
+    the agent builds from may take the folded prompt further (``_held.IN_USE_RATIO``): it is held whole; a file only
+    read is not (``other_0.py``, older than the rest, is cut or left out)."""
+    for name in ("base", "other_0", "other_1", "other_2", "other_3"):
+        (tmp_path / f"{name}.py").write_text(_module(name))
+    derived = "\n".join(f"from base import base_step_{i}" for i in range(8))
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "base.py"})])
+        if step == 1:
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "derived.py", "contents": derived})])
+        if step < 6:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"other_{step - 2}.py"})])
+        if step < 20:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == 20:
+            seen["summaries"] = _summaries(messages)
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "derived_2.py", "contents": derived})])
+        return Reply(text="Done.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Split base.py into smaller modules.")
+    assert manager.stats["folds"] >= 1
+    held = seen["summaries"]
+    assert "### file base.py\n" in held and "base_step_39" in held, "built from: held whole"
+    assert "### file other_0.py\n" not in held, "only read, and older than the rest: not whole"
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
 def test_a_long_plan_as_the_request_leaves_the_working_set_its_room(tmp_path: Path) -> None:
     (tmp_path / "config.py").write_text(CONFIG)
     plan = "Implement the following plan:\n" + "\n".join(

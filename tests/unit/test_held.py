@@ -6,7 +6,7 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._held import PENDING_RATIO, carried_tokens, room, rooms, without_section
+from agno_compression._held import IN_USE_RATIO, carried_tokens, room, rooms, without_section
 from agno_compression._plan import HISTORY, PROGRESS, make_summary_message, plan_fold, summary_kind
 from agno_compression._working_set import Artifact, render, split
 
@@ -66,7 +66,7 @@ def test_what_the_kept_summaries_carry_is_counted_and_an_absorbed_one_is_not() -
 
 def test_what_the_request_still_asks_for_gets_the_pending_ratio_never_less_than_the_ratio() -> None:
     low, high = rooms(fixed=2_000, limit=8_000, rest=3_000, ratio=0.6, cap=10_000)
-    assert (low, high) == (room(2_000, 8_000, 3_000, 0.6, 10_000), room(2_000, 8_000, 3_000, PENDING_RATIO, 10_000))
+    assert (low, high) == (room(2_000, 8_000, 3_000, 0.6, 10_000), room(2_000, 8_000, 3_000, IN_USE_RATIO, 10_000))
     assert low < high
     assert rooms(fixed=0, limit=8_000, rest=0, ratio=0.95, cap=10_000) == (7_600, 7_600)
     assert rooms(fixed=0, limit=8_000, rest=0, ratio=0.6, cap=3_000) == (3_000, 3_000), "both within the cap"

@@ -7,7 +7,7 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._relevance import _shared, in_this_run, model_file, pending_first
+from agno_compression._relevance import _shared, drawn_on, in_this_run, model_file, pending_first
 from agno_compression._working_set import collect
 
 from .test_working_set import call, result
@@ -111,3 +111,38 @@ def test_what_two_file_names_share_is_symmetric_and_within_the_shorter_stem(a: s
     assert 0 <= n <= min(len(a.rpartition(".")[0]), len(b.rpartition(".")[0]))
     if a == b or a.rpartition(".")[2] != b.rpartition(".")[2]:
         assert n == 0
+
+
+def test_the_files_a_write_of_this_run_took_names_from_are_drawn_on() -> None:
+    earlier = [call("0", "Read", file_path="/src/old.py"), result("0", "Read", "def legacy_hook_a(): ...")]
+    request = Message(role="user", content="Add a retry client.")
+    reads = [
+        call("1", "Read", file_path="/src/base.py"),
+        result("1", "Read", "class BaseClient: ...\ndef send_request(): ...\nretry_budget_ms = 10"),
+        call("2", "Read", file_path="/src/types.py"),
+        result("2", "Read", "class RequestType: ...\nheader_map_v2 = {}"),
+    ]
+    write = call(
+        "3", "Write", file_path="/src/retry.py", content="BaseClient send_request retry_budget_ms legacy_hook_a"
+    )
+    messages = [*earlier, request, *reads, write, result("3", "Write", "ok")]
+    held = collect(messages)
+    assert [a.key for a in drawn_on(held, messages, request)] == ["/src/base.py"], "three of its names: built from"
+    assert drawn_on(held, messages[:-2], request) == [], "no write yet: nothing shown in use"
+    assert drawn_on(held, messages, None) == [], "no request: no run to look in"
+    rewrite = call("4", "Write", file_path="/src/base.py", content="BaseClient send_request retry_budget_ms")
+    again = [*messages[:-2], rewrite, result("4", "Write", "ok")]
+    assert drawn_on(collect(again), again, request) == [], "a write does not draw on the file it writes"
+
+
+def test_names_most_held_files_share_do_not_make_a_write_draw_on_them() -> None:
+    request = Message(role="user", content="Write main.go.")
+    common = "fmt.Println fmt.Errorf errors.New"
+    reads = [
+        m
+        for n in range(4)
+        for m in (call(str(n), "Read", file_path=f"/src/f{n}.go"), result(str(n), "Read", f"{common} only_in_f{n}"))
+    ]
+    write = call("9", "Write", file_path="/src/main.go", content=f"{common} only_in_f2")
+    messages = [request, *reads, write, result("9", "Write", "ok")]
+    assert drawn_on(collect(messages), messages, request) == [], "what every file says tells none apart"

@@ -369,11 +369,21 @@ def test_a_shell_here_document_that_writes_a_whole_file_replaces_what_was_held()
     assert (item.key, item.text, item.sources) == ("/src/c.py", "x = 3", {write[0].id})
 
 
-def test_what_goes_first_may_take_the_section_past_its_room_and_the_rest_only_what_is_left() -> None:
+def test_what_is_in_use_may_take_the_section_past_its_room_and_the_rest_only_what_is_left() -> None:
     pattern = Artifact("/pattern.py", "file", MODULE, 2, frozenset(), "/pattern.py")
     newer = Artifact("/newer.py", "file", "NEWER_CONSTANT = 1", 5, frozenset(), "/newer.py")
     plain = render([pattern, newer], 300, COUNT)
-    wide = render([pattern, newer], 300, COUNT, first=(1, 900))
+    wide = render([pattern, newer], 300, COUNT, wide=({"/pattern.py"}, 900))
     assert COUNT(plain) <= 300 < COUNT(wide) <= 900
     assert "NEWER_CONSTANT" not in wide, "the rest gets what the first left of the room: nothing"
-    assert render([pattern, newer], 300, COUNT, first=(0, 900)) == plain, "nothing first: the room as it was"
+    assert render([pattern, newer], 300, COUNT, wide=(set(), 900)) == plain, "nothing in use: the room as it was"
+
+
+def test_a_file_in_use_behind_newer_ones_gets_the_room_they_leave_of_its_own() -> None:
+    newer = Artifact("/newer.py", "file", MODULE.replace("def ", "def newer_"), 5, frozenset(), "/newer.py")
+    older = Artifact("/older.py", "file", "OLDER_CONSTANT = 1", 2, frozenset(), "/older.py")
+    room = COUNT(render([newer], 10_000, COUNT)) + 60  # the newer file whole leaves less than a piece
+    assert "OLDER_CONSTANT" not in render([newer, older], room, COUNT), "only read: no room left"
+    section = render([newer, older], room, COUNT, wide=({"/older.py"}, room + 200))
+    assert "OLDER_CONSTANT" in section and "### file /newer.py\n" in section, "newest first, then the one in use"
+    assert render([newer, older], -50, COUNT, wide=({"/older.py"}, 400)).count("### file") == 1, "no room but its"
