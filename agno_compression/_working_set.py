@@ -307,7 +307,8 @@ def taken_from(held: Mapping[str, frozenset[str]], action: Iterable[str]) -> lis
     """The keys of ``held`` (each thing's names) an action with names ``action`` takes ``USE_NAMES`` or more names
     from, besides the names most held things share (a language's common calls say nothing about which one is in
     use)."""
-    shared = {key: names & set(action) for key, names in held.items()}
+    wanted = frozenset(action)
+    shared = {key: names & wanted for key, names in held.items()}
     common: set[str] = set()
     if len(shared) >= 4:
         counts: dict[str, int] = {}
