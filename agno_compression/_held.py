@@ -55,7 +55,7 @@ def section(
         collected = _working_set.collect(full := state.full_run(state.live), carried, tool_kinds)
     artifacts = _relevance.in_this_run(collected, full, state.current)
     first = _relevance.pending(artifacts, full, state.current)  # a plan's pattern file first
-    drawn = _relevance.drawn_on(artifacts, full, state.current)  # what this run's writes were built from
+    drawn = _relevance.drawn_on(artifacts, full, state.current, tool_kinds)  # what this run's writes drew on
     wide = frozenset(a.key for a in (*first, *drawn))
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
     return _working_set.render(

@@ -9,7 +9,7 @@ messages in, artifacts out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from agno.models.message import Message
 
@@ -40,14 +40,6 @@ def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], curr
     return [a for a in artifacts if a.key not in unused]
 
 
-def pending_first(
-    artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None
-) -> list[Artifact]:
-    """``artifacts`` with what the request still asks for first (``pending``); the rest as they were (newest
-    first)."""
-    return put_first(pending(artifacts, messages, current), artifacts)
-
-
 def put_first(first: Sequence[Artifact], artifacts: Sequence[Artifact]) -> list[Artifact]:
     """``first``, then the rest of ``artifacts`` in their order."""
     return [*first, *(a for a in artifacts if not any(a is b for b in first))]
@@ -73,23 +65,30 @@ def pending(artifacts: Sequence[Artifact], messages: Sequence[Message], current:
     return first if model is None else [model, *(a for a in first if a is not model)]
 
 
-def drawn_on(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
-    """The held files a write or edit of this run (``messages`` from ``current`` on) took names from, in their
-    order: what the agent builds its changes from, read or written, and likely will again. A write does not draw on
-    the file it writes; it takes ``USE_NAMES`` or more names from a file, besides those most held files share."""
+def drawn_on(
+    artifacts: Sequence[Artifact],
+    messages: Sequence[Message],
+    current: Message | None,
+    overrides: Mapping[str, str | None] | None = None,
+) -> list[Artifact]:
+    """The held files a write or edit of this run (``messages`` from ``current`` on; ``overrides``: the user's
+    ``tool_kinds``) took names from, in their order: what the agent builds its changes from, read or written, and
+    likely will again. A write does not draw on the file it writes; it takes ``USE_NAMES`` or more names from a
+    file, besides those most held files share."""
     files = [a for a in artifacts if a.label == "file"]
     start = _run_start(messages, current) if files else None
     if start is None:
         return []
+    names = {a.key: names_of_text(a.text) for a in files}
     drawn: set[str] = set()
     for m in messages[start + 1 :]:
-        if targets := _written(m):
-            held = {a.key: names_of_text(a.text) for a in files if a.path not in targets}
+        if targets := _written(m, overrides):
+            held = {a.key: names[a.key] for a in files if a.path not in targets}
             drawn.update(taken_from(held, names_of_text(action_text(m))))
     return [a for a in files if a.key in drawn]
 
 
-def _written(message: Message) -> set[str]:
+def _written(message: Message, overrides: Mapping[str, str | None] | None = None) -> set[str]:
     """The paths an assistant message's calls write or edit."""
     if message.role != "assistant":
         return set()
@@ -98,7 +97,7 @@ def _written(message: Message) -> set[str]:
         for call in message.tool_calls or []
         if isinstance(call, dict)
         and isinstance(args := call_arguments(call), dict)
-        and kind_of(str(call.get("function", {}).get("name", "")), args) in (WRITE, EDIT)
+        and kind_of(str(call.get("function", {}).get("name", "")), args, overrides) in (WRITE, EDIT)
         and (path := path_argument(args)) is not None
     }
 

@@ -19,6 +19,7 @@ Pure: artifacts are built from messages and rendered as text; nothing is counted
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
@@ -309,13 +310,8 @@ def taken_from(held: Mapping[str, frozenset[str]], action: Iterable[str]) -> lis
     use)."""
     wanted = frozenset(action)
     shared = {key: names & wanted for key, names in held.items()}
-    common: set[str] = set()
-    if len(shared) >= 4:
-        counts: dict[str, int] = {}
-        for names in shared.values():
-            for name in names:
-                counts[name] = counts.get(name, 0) + 1
-        common = {name for name, n in counts.items() if n > len(shared) / 2}
+    counts = Counter(name for names in shared.values() for name in names) if len(shared) >= 4 else Counter()
+    common = {name for name, n in counts.items() if n > len(shared) / 2}
     return [key for key, names in shared.items() if len(names - common) >= USE_NAMES]
 
 

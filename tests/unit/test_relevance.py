@@ -7,7 +7,7 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._relevance import _shared, drawn_on, in_this_run, model_file, pending_first
+from agno_compression._relevance import _shared, drawn_on, in_this_run, model_file, pending, put_first
 from agno_compression._working_set import collect
 
 from .test_working_set import call, result
@@ -46,14 +46,16 @@ def test_a_file_holding_what_the_request_still_asks_for_comes_first_until_an_act
     ]
     messages = [plan, *reads]
     assert [a.key for a in collect(messages)] == ["/src/types.py", "/src/handlers.py"], "newest first"
-    ordered = pending_first(collect(messages), messages, plan)
+    held = collect(messages)
+    ordered = put_first(pending(held, messages, plan), held)
     assert [a.key for a in ordered] == ["/src/handlers.py", "/src/types.py"], "three pending names: it goes first"
     write = call("3", "Write", file_path="/src/handlers_v2.py", content="on_start_hook on_stop_hook retry_backoff_ms")
     again = [call("4", "Read", file_path="/src/types.py"), result("4", "Read", "class HookInput: ...")]
     done = [*messages, write, result("3", "Write", "ok"), *again]
-    keys = [a.key for a in pending_first(collect(done), done, plan)]
+    held_after = collect(done)
+    keys = [a.key for a in put_first(pending(held_after, done, plan), held_after)]
     assert keys.index("/src/types.py") < keys.index("/src/handlers.py"), "its names used: newest first again"
-    assert pending_first(collect(messages), messages, None) == collect(messages), "no request: as it was"
+    assert put_first(pending(held, messages, None), held) == collect(messages), "no request: as it was"
 
 
 PLAN = Message(
@@ -85,7 +87,7 @@ def test_the_next_new_file_of_the_request_follows_the_held_file_whose_name_it_ec
     assert held[1].key == "/repo/agent/geminicli/gemini.go", "newest first: the file just written, then the last read"
     model = model_file(held, first, PLAN)
     assert model is not None and model.key == "/repo/agent/geminicli/gemini_test.go", "openclaw_test.go: _test"
-    assert pending_first(held, first, PLAN)[0] is model, "read first of the three, held first"
+    assert put_first(pending(held, first, PLAN), held)[0] is model, "read first of the three, held first"
     second = [*first, *write("5", "/repo/agent/openclaw/openclaw_test.go", "func TestName(t *testing.T) {}")]
     model = model_file(collect(second), second, PLAN)
     assert model is not None and model.key == "/repo/cli/hooks_gemini_handlers.go", "then: hooks_ and _handlers"
@@ -146,3 +148,16 @@ def test_names_most_held_files_share_do_not_make_a_write_draw_on_them() -> None:
     write = call("9", "Write", file_path="/src/main.go", content=f"{common} only_in_f2")
     messages = [request, *reads, write, result("9", "Write", "ok")]
     assert drawn_on(collect(messages), messages, request) == [], "what every file says tells none apart"
+
+
+def test_a_write_by_your_own_tool_draws_on_what_it_took_names_from() -> None:
+    request = Message(role="user", content="Draft the reply.")
+    reads = [
+        call("1", "Read", file_path="/docs/brief.md"),
+        result("1", "Read", "Client_Name Due_Date_2026 Budget_Code"),
+    ]
+    save = call("2", "save_doc", path="/docs/reply.md", body="Client_Name Due_Date_2026 Budget_Code")
+    messages = [request, *reads, save, result("2", "save_doc", "saved")]
+    assert drawn_on(collect(messages), messages, request) == [], "an unknown tool's shape says nothing"
+    kinds = {"save_doc": "write"}
+    assert [a.key for a in drawn_on(collect(messages), messages, request, kinds)] == ["/docs/brief.md"]
