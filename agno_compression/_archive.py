@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agno.models.message import Message
 from agno.run.base import RunContext  # resolved at run time: agno injects the run's context by this annotation
 
 from ._messages import called_tools, calls_by_id, message_text, tool_name_of
+from ._sessions import full_messages
+
+log = logging.getLogger("agno_compression")
 
 SEARCH_TOOL_NAME = "search_folded_history"
 SEARCH_HINT = (
@@ -122,3 +127,30 @@ def search_tool_function(search: Callable[..., str]) -> Callable[..., str]:
         return search(run_context, query=query, tool_name=tool_name, message_id=message_id, limit=limit)
 
     return search_folded_history
+
+
+def search_folded(
+    run: Callable[[], Any], records: Any, *, query: str, tool_name: str, message_id: str, limit: int
+) -> str:
+    """What ``search_folded_history`` answers for the run ``run()`` finds (a ``RunState`` or ``None``), from its
+    folded messages and, through ``records`` (the manager's ``FoldRecorder``), its session's earlier runs' ones."""
+    try:
+        state = run()
+        if state is None:
+            return "No folded history in this conversation yet."
+        records.flush(state.context)
+        folded = {i for event in state.events for i in event.folded_ids}
+        pool: dict[str, Message] = {m.id: m for m in state.ledger}
+        earlier = records.folded_ids(state.context)
+        if earlier and state.context is not None and state.context.db is not None:
+            for m in full_messages(state.context.db, state.context.session_id):
+                pool.setdefault(m.id, m)
+        folded |= earlier
+        candidates = searchable(m for m in pool.values() if m.id in folded)
+        hits = search_messages(
+            candidates, query=query, tool_name=tool_name, message_id=message_id, limit=max(1, min(int(limit), 20))
+        )
+        return render_hits(hits, len(candidates))
+    except Exception as exc:  # a tool error must not end the run; its type only: the message may quote session text
+        log.warning("agno-compression: search of folded history failed (%s)", type(exc).__name__)
+        return f"Search of folded history failed ({type(exc).__name__})."

@@ -268,9 +268,19 @@ def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, a
         typer.echo(json_text(data, indent=2))
         return
     console = _console()
+    _note_skipped(data["skipped_records"])
     for run in data["runs"]:
         for part in run_view(run, console.width, ids=ids, full=full):
             console.print(part)
+
+
+def _note_skipped(notes: list[str]) -> None:
+    """Stored fold records that did not read, named on stderr (the output shows the rest of the session)."""
+    if notes:
+        shown = "; ".join(visible_line(n) for n in notes[:5]) + (
+            f"; and {len(notes) - 5} more" if len(notes) > 5 else ""
+        )
+        typer.echo(f"note: {plural(len(notes), 'fold record')} skipped: {shown}", err=True)
 
 
 @app.command("export")

@@ -155,6 +155,7 @@ def check_options(manager: Any) -> None:
     if not _is_real(m.working_set_ratio) or not 0.0 <= m.working_set_ratio <= 0.95:
         raise _bad("working_set_ratio", m.working_set_ratio, "a number from 0 to 0.95")
     _int("max_working_set_tokens", m.max_working_set_tokens, 0)
+    _bool("hold_by_price", m.hold_by_price)
     _tool_kinds(m.tool_kinds)
     _int("max_summary_tokens", m.max_summary_tokens, 50)
     if not _is_real(m.ledger_ratio) or not 0.0 <= m.ledger_ratio <= 0.5:
@@ -205,6 +206,7 @@ CHECKED: tuple[str, ...] = (
     "verbatim_ratio",
     "working_set_ratio",
     "max_working_set_tokens",
+    "hold_by_price",
     "tool_kinds",
     "max_summary_tokens",
     "ledger_ratio",

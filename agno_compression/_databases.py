@@ -57,6 +57,22 @@ def source_label(spec: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", spec)
 
 
+def database_name(spec: str) -> str:
+    """How a served page names a database: a file's name, or a URL's database and backend; never a directory of
+    the server's disk, a host or a password (``source_label`` is the CLI's fuller name, for its own user)."""
+    if "://" not in spec:
+        return Path(spec).name or "database"
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(spec)
+        backend = url.get_backend_name()
+        name = Path(url.database).name if url.database and backend == "sqlite" else url.database
+    except Exception:
+        return "database"
+    return f"{name} ({backend})" if name else backend
+
+
 def _password(spec: str) -> str | None:
     if "://" not in spec:
         return None

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ._exceptions import ConfigError, StoreError
 from ._sessions import _as_store
 from ._stores import EVENTS_KEY, CompressionStore, RedisStore, SessionDataStore, SQLAlchemyStore, agno_session
+from ._stores._base import why
 
 log = logging.getLogger("agno_compression")
 
@@ -83,6 +84,25 @@ def delete_records(store: CompressionStore, session_ids: Iterable[str]) -> int:
     if not callable(delete):
         raise ConfigError(f"{type(store).__name__} cannot delete records: give it a delete(session_ids) -> int method")
     return int(delete(ids) or 0)
+
+
+def delete_run_records(store: CompressionStore, session_id: str, run_id: str) -> int:
+    """Delete the records of one run of a session (an earlier attempt of a run that runs again under its id);
+    returns how many. A store that cannot do it keeps them (0)."""
+    if isinstance(store, SQLAlchemyStore):
+        table = store.table
+        try:
+            with store.engine.begin() as conn:
+                where = (table.c.session_id == session_id) & (table.c.run_id == run_id)
+                count = conn.execute(table.delete().where(where)).rowcount
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot delete the records of an earlier attempt of a run: {why(exc)}") from exc
+        finally:
+            store.forget([session_id])
+        return max(0, int(count or 0))
+    if isinstance(store, (RedisStore, SessionDataStore)):
+        return store.drop_run(session_id, run_id)
+    return 0
 
 
 def _delete_rows(store: SQLAlchemyStore, ids: list[str]) -> int:

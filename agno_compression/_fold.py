@@ -9,8 +9,8 @@ asks and rewrites.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agno.models.message import Message
 
@@ -18,9 +18,17 @@ from . import _held, _names, _working_set
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._messages import calls_by_id
-from ._plan import HISTORY, PROGRESS, FoldPlan, find_current_user, make_summary_message, plan_fold, recent_start
+from ._plan import (
+    HISTORY,
+    PROGRESS,
+    FoldPlan,
+    find_current_user,
+    make_summary_message,
+    plan_fold,
+    recent_start,
+)
 from ._records import FoldRecorder
-from ._runs import EARLY_FOLD_GAP, RunState
+from ._runs import RunState
 from ._shortening import shorten_kept
 from ._stats import Stats
 from ._stores import usage_dict
@@ -33,42 +41,20 @@ from ._summarizers import (
     mask_placeholder,
     strip_header,
 )
-from .pricing import BREAKPOINTS, PriceModel, reported_usage
-from .tokens import TokenCounter
+from ._trigger import FoldConfig, Trigger
+from .pricing import BREAKPOINTS
 
 if TYPE_CHECKING:
     from agno.metrics import RunMetrics
-    from agno.models.base import Model
 
-    from ._summarizers import Pipeline
 
 log = logging.getLogger("agno_compression")
 
+GROWTH_WINDOW = 12
+"""Model calls whose prompt growth estimates the calls until the next fold (``_held.Pricing``)."""
+
 SummaryAsk = tuple[Summarizer, SummaryRequest]
 FoldSteps = Generator[SummaryAsk, Summary, None]
-
-
-class FoldConfig(Protocol):
-    """The options a fold reads (``CompressionManager`` is one)."""
-
-    compress_at_tokens: int
-    target_ratio: float
-    verbatim_ratio: float
-    working_set_ratio: float
-    max_working_set_tokens: int
-    tool_kinds: Mapping[str, str | None] | None
-    max_summary_tokens: int
-    ledger_ratio: float
-    min_summary_tokens: int
-    search_tool: bool
-    payback_calls: int | None
-    strategy: Pipeline
-    on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None
-    events: list[FoldEvent]
-
-    def counter_for(self, model: Model | None) -> TokenCounter: ...
-
-    def price_for(self, model: Model | None) -> PriceModel: ...
 
 
 def account(response: Any, model: Any, run_metrics: RunMetrics | None) -> None:
@@ -80,7 +66,7 @@ def account(response: Any, model: Any, run_metrics: RunMetrics | None) -> None:
     accumulate_model_metrics(response, model, ModelType.COMPRESSION_MODEL, run_metrics)
 
 
-class Folder:
+class Folder(Trigger):
     """Folds live lists by the options of ``config``, recording each fold with ``recorder``."""
 
     def __init__(self, config: FoldConfig, recorder: FoldRecorder, stats: Stats) -> None:
@@ -127,86 +113,6 @@ class Folder:
         keep_from = recent_start(messages, [counter.count_message(m) for m in messages], budget, current)
         return plan if keep_from is None else plan_fold(messages, current=current, keep_from=keep_from)
 
-    # --- deciding -----------------------------------------------------------------------------------
-
-    def over_budget(self, state: RunState, messages: list[Message]) -> bool:
-        """Count the prompt of this model call; True when it should be folded first."""
-        state.calls += 1
-        self._calibrate(state, messages)
-        state.prompt_tokens = state.sent_tokens = self.count(state, messages)
-        limit = self.budget(state)
-        if state.stuck_at is not None:
-            # The last fold could not reach the budget: folding one more batch each call would loop. Fold again once
-            # a newer tool batch lets a stuck one go, or the span that can be folded has grown by the target gap.
-            newest = next((id(m) for m in reversed(messages) if m.role == "assistant" and m.tool_calls), None)
-            same = state.stuck_on in (None, newest)  # stuck on the floor (None), or on a batch still the newest
-            if same and state.prompt_tokens - state.stuck_at < limit - self.target(state):
-                return False
-            state.stuck_at = state.stuck_on = None
-        return state.prompt_tokens > limit or self._pays_to_fold(state)
-
-    def _calibrate(self, state: RunState, messages: Sequence[Message]) -> None:
-        """Correct an estimating counter with the prompt tokens the provider reported for the previous call (the
-        whole prompt: where the provider reports cache reads and writes apart, they are added back)."""
-        last = next((m for m in reversed(messages) if m.role == "assistant"), None)
-        price = self.config.price_for(state.model)
-        reported = reported_usage(last.metrics, price).prompt if last is not None and last.metrics else 0
-        if last is None or not reported or not state.sent_tokens or last.id == state.calibrated_on:
-            return
-        state.calibrated_on = last.id
-        self.config.counter_for(state.model).calibrate(state.sent_tokens, reported)
-
-    def _pays_to_fold(self, state: RunState) -> bool:
-        """True when folding now, under the budget, costs less than it saves within ``payback_calls`` calls.
-
-        A fold rewrites everything after the part of the prompt it leaves untouched (system, history summary,
-        current user message): the new summary and any kept step older than the newest batch are no longer read
-        from the cache but sent anew, billed as a cache write (Anthropic, 1.25x) or in full (free cache writes),
-        and a model-written summary costs its own prompt and answer. In return every later call sends ``freed``
-        fewer tokens, each of which it would have read from the cache: the provider's read rate.
-        """
-        cfg = self.config
-        if (
-            cfg.payback_calls is None
-            or cfg.strategy.summarizer is None
-            or state.prompt_tokens < self.target(state)
-            or state.calls - state.folded_at < EARLY_FOLD_GAP
-        ):
-            return False
-        price = cfg.price_for(state.model)
-        if not price.caches:
-            return False  # nothing is cached: folding at the budget costs the same and keeps more
-        plan = self.plan(state)
-        if not plan.has_work:
-            return False
-        counter = cfg.counter_for(state.model)
-        empty = counter.count_messages(())
-
-        def size(*messages: Message | None) -> int:  # through the counter's identity cache: no re-hashing
-            return counter.count_messages([m for m in messages if m is not None]) - empty
-
-        folded = size(*plan.folded)
-        previous = size(plan.history_summary, plan.progress_summary)
-        # the working set is chosen anew at the fold and fills the same room again: it is not freed, it is resent
-        kept = sum(
-            _working_set.held_tokens(m.get_content_string(), counter.count_text)
-            for m in (plan.history_summary, plan.progress_summary)
-            if m is not None
-        )
-        summary = min(cfg.max_summary_tokens, previous - kept + folded // 10 + 50) + kept  # grows with what it absorbs
-        freed = folded + previous - summary
-        if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
-            cap = min(int(self.budget(state) * cfg.working_set_ratio), cfg.max_working_set_tokens)
-            freed -= _held.estimate(state, plan, cfg.tool_kinds, cap)
-        # the newest batch is new to the provider either way; kept steps before it (verbatim_ratio) are sent anew
-        batch = max((i for i, m in enumerate(plan.kept) if m.role == "assistant" and m.tool_calls), default=0)
-        # a new history summary: the current user message after it is sent anew too
-        rewrite = summary + size(*plan.kept[:batch]) + (size(*plan.before, plan.current) if plan.history else 0)
-        model_cost = 0 if isinstance(cfg.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
-        fresh = max(price.write_rate, 1.0) if price.caching == BREAKPOINTS else 1.0
-        gain = cfg.payback_calls * price.read_rate * freed
-        return freed > 0 and rewrite * (fresh - price.read_rate) + model_cost <= gain
-
     # --- folding ------------------------------------------------------------------------------------
 
     def compress(self, state: RunState, run_metrics: RunMetrics | None, fallback: Summarizer) -> FoldSteps:
@@ -236,7 +142,7 @@ class Folder:
         if plan.has_work:
             for kind, request in self._requests(state, plan, summarizer=summarizer, held=held):
                 summaries[kind] = yield summarizer, request
-        self._apply(state, plan, summaries, run_metrics, tag=tag, held=held)
+        self._apply(state, plan, summaries, run_metrics, tag=("tight:" if state.tight else "") + tag, held=held)
 
     def recover(
         self, state: RunState, attempt: int, run_metrics: Any, fallback: Summarizer
@@ -410,10 +316,17 @@ class Folder:
         shortened = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds, size)
         after = state.sent_tokens = self.count(state, messages)
         if size and after > limit:  # a ledger past its summary's budget: the working set gives way
-            room = size - (after - limit)
-            held = _working_set.render(_working_set.split(held)[1], room, counter.count_text) if room > 0 else ""
-            texts = rewrite(held)
-            after = state.sent_tokens = self.count(state, messages)
+            artifacts = _working_set.split(held)[1]
+            room = size
+            while after > limit and held:  # counts of a text in parts differ by a few tokens: until it fits
+                room -= after - limit + 8
+                held = _working_set.render(artifacts, room, counter.count_text) if room > 0 else ""
+                texts = rewrite(held)
+                after = state.sent_tokens = self.count(state, messages)
+            if after > limit and summaries:  # without the section: the kept steps give way again
+                again = shorten_kept(state, plan, lambda m: self.count(state, m), counter, (limit, target), kinds)
+                shortened += [i for i in again if i not in shortened]
+                after = state.sent_tokens = self.count(state, messages)
         elif (  # kept outputs shortened to the goal freed room the section was not given when it was chosen
             summaries
             and shortened
@@ -467,7 +380,23 @@ class Folder:
 
     def _section(self, state: RunState, plan: FoldPlan, rooms: _held.Rooms) -> str:
         cfg = self.config
-        return _held.section(state, plan, rooms, cfg.counter_for(state.model).count_text, cfg.tool_kinds)
+        count = cfg.counter_for(state.model).count_text
+        return _held.section(state, plan, rooms, count, cfg.tool_kinds, self._pricing(state, plan))
+
+    def _pricing(self, state: RunState, plan: FoldPlan) -> _held.Pricing | None:
+        """What holding a file costs at this fold (``hold_by_price``): the provider's rates, the calls until the next
+        fold (half the room the request leaves, over the prompt's recent growth per call) and the prompt a call that
+        reads the file again sends."""
+        if not self.config.hold_by_price:
+            return None
+        price = self.config.price_for(state.model)
+        limit = self.budget(state)
+        gap = max(0, limit - self.count(state, plan.fixed_view())) // 2
+        recent = state.growth[-GROWTH_WINDOW:]
+        growth = max(sum(recent) / len(recent) if recent else 0, limit / 100)
+        fresh = max(price.write_rate, 1.0) if price.caching == BREAKPOINTS else 1.0
+        read = price.read_rate if price.caches else 1.0
+        return _held.Pricing(read, fresh, max(1.0, gap / growth), limit - gap // 2)
 
     def _record(self, state: RunState, event: FoldEvent, folded: Sequence[Message]) -> None:
         state.folded_at = event.call_index = state.calls

@@ -8,7 +8,8 @@ section up: the new one is chosen from what that one carried and what the run di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from agno.models.message import Message
 
@@ -21,6 +22,67 @@ IN_USE_RATIO = 0.85
 (``_relevance.drawn_on``) may take the folded prompt up to this share of what a fold can free, past
 ``working_set_ratio``: the files the next steps work from, at the cost of folding sooner. A file only read has
 shown no use yet: an agent reading many files is not folded more often for them."""
+
+
+RECENT_CALLS = 8
+"""A file used within this many model calls is in use (held while the room lasts, as the files the request asks for
+and those this run's writes drew on)."""
+HALF_LIFE = 16
+"""Model calls after which a file not used since is half as likely to be used before the next fold."""
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """What holding a file until the next fold costs, against reading it again (``pays``)."""
+
+    read: float
+    """A cached token's price, as a share of an input token's."""
+    fresh: float
+    """A token sent anew (a cache write where the provider bills one)."""
+    calls: float
+    """Model calls until the next fold, expected."""
+    prompt: int
+    """Tokens of the prompt a call that reads the file again sends (read from the cache)."""
+
+    def pays(self, tokens: int, chance: float) -> bool:
+        """Holding ``tokens`` costs them at every call until the next fold and once written anew; a miss, with
+        ``chance`` that the agent needs them, costs one call more (its prompt read from the cache) and the output
+        written once. Hold what costs less than its expected miss."""
+        keep = tokens * (self.calls * self.read + self.fresh)
+        miss = self.prompt * self.read + tokens * self.fresh
+        return chance * miss >= keep
+
+
+def use_chance(idle_calls: int) -> float:
+    """How likely a file not in use is used before the next fold: halving every ``HALF_LIFE`` calls it was not used
+    (after ``RECENT_CALLS``)."""
+    return 0.5 ** (max(0, idle_calls - RECENT_CALLS) / HALF_LIFE)
+
+
+def caps(
+    artifacts: Sequence[_working_set.Artifact],
+    messages: Sequence[Message],
+    in_use: frozenset[str],
+    pricing: Pricing | None,
+) -> dict[str, int | None]:
+    """Per artifact key not in use, at most how many tokens of it pay to hold (``None``: whole, 0: none): whole, else
+    as an outline (``OUTLINE_SHARE`` of it), else nothing. A file in use (``in_use``, or used within
+    ``RECENT_CALLS`` calls) is held while the room lasts."""
+    if pricing is None:
+        return {}
+    after = [0] * (len(messages) + 1)  # model calls after each position
+    for i in range(len(messages) - 1, -1, -1):
+        after[i] = after[i + 1] + (messages[i].role == "assistant")
+    out: dict[str, int | None] = {}
+    for a in artifacts:
+        idle = after[min(max(a.used, 0) + 1, len(messages))]
+        if a.key in in_use or idle <= RECENT_CALLS:
+            continue  # in use: held while the room lasts
+        chance = use_chance(idle)
+        tokens = len(a.text) // 4 + 1
+        outline = int(tokens * _working_set.OUTLINE_SHARE)
+        out[a.key] = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
+    return out
 
 
 Rooms = tuple[int, int]
@@ -45,6 +107,7 @@ def section(
     rooms: Rooms,
     count: Callable[[str], int],
     tool_kinds: Mapping[str, str | None] | None,
+    pricing: Pricing | None = None,
 ) -> str:
     """The section within ``rooms`` (the room, and the room of the files in use: what the request still asks for,
     what this run's writes were built from): the run's files, pages and reports (with those the summaries in context
@@ -59,7 +122,12 @@ def section(
     wide = frozenset(a.key for a in (*first, *drawn))
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
     return _working_set.render(
-        _relevance.put_first(first, artifacts), rooms[0], count, visible=visible, wide=(wide, rooms[1])
+        _relevance.put_first(first, artifacts),
+        rooms[0],
+        count,
+        visible=visible,
+        wide=(wide, rooms[1]),
+        caps=caps(artifacts, full, wide, pricing),
     )
 
 

@@ -13,6 +13,7 @@ Compression never breaks a run: any failure degrades (model summary -> extractiv
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agno.compression.manager import CompressionManager as AgnoCompressionManager
 from agno.models.message import Message
 
-from ._archive import SEARCH_TOOL_NAME, render_hits, search_messages, search_tool_function, searchable
+from ._archive import SEARCH_TOOL_NAME, search_folded, search_tool_function
 from ._checkpoints import guard_checkpoints
 from ._compat import (
     add_client_tool,
@@ -47,10 +48,10 @@ from ._records import FoldRecorder
 from ._recovery import guard_overflow
 from ._runner import SummarizerRunner, adrive, degrades, drive
 from ._runs import RunRegistry, RunState
-from ._sessions import full_messages
 from ._stats import Stats
 from ._stores import CompressionStore
 from ._summarizers import LLMSummarizer, Pipeline, Summarizer, resolve_strategy
+from ._tracing import drain as drain_spans
 from ._tracing import traced
 from .pricing import PriceModel, provider_of
 from .tokens import TokenCounter
@@ -90,6 +91,8 @@ class CompressionManager(AgnoCompressionManager):
     prompt holds the system messages and request plus this share of the rest of the budget (0: off)."""
     max_working_set_tokens: int = 4_000
     """At most this many tokens of working set, whatever the budget (more costs each fold more than it keeps)."""
+    hold_by_price: bool = True
+    """Hold an idle file only while that costs less, on this provider, than reading it again (the rest is named)."""
     tool_kinds: Mapping[str, str | None] | None = None
     """What your own tools are to the working set: ``{"open_doc": "read", "save_doc": "write"}``; kinds are
     ``read``, ``write``, ``edit``, ``fetch``, ``delegate``; ``None`` leaves a tool out. Known toolkits (agno's,
@@ -232,8 +235,10 @@ class CompressionManager(AgnoCompressionManager):
         return self._runs.find(live) is not None
 
     def flush_records(self) -> None:
-        """Wait until the record of every fold so far is written (each run's post-hook waits for its own)."""
+        """Wait until the record of every fold so far is written (each run's post-hook waits for its own) and its
+        trace span has gone through the span processors (no run waits for those)."""
         self._records.drain()
+        drain_spans()
 
     def price_for(self, model: Model | None) -> PriceModel:
         """What ``model``'s provider bills (``price_model``, else the table's row), ``cache_rate`` applied."""
@@ -269,24 +274,36 @@ class CompressionManager(AgnoCompressionManager):
         session's totals are mirrored into ``session.session_data["agno_compression"]`` before agno saves it.
         A run continued after a pause (no pre-hook) records its folds here.
         """
-        try:
+        try:  # first and alone: nothing else the hook does can cost the stored run its messages
             messages = list(run_output.messages or [])
             state = self._runs.pop(getattr(run_context, "messages", None), messages)
             if state is None:
                 return
-            if state.context is None and self.persist and state.events and run_context is not None:
-                state.context = self._records.owner(run_context, team if team is not None else agent, session)
-                self._records.record_late(state.context, state.events)
             state.observe()
-            self._count_usage(state)
             state.restore_calls()
             run_output.messages = state.full_run(messages, memory_only=True)
-            metrics = getattr(run_output, "metrics", None)
-            for response, model in state.policy_usage:
-                account(response, model, metrics)
-            self._records.mirror(state.context, session)
-        except Exception as exc:  # never break a run
-            log.warning("agno-compression: could not restore folded messages into the run output: %s", exc)
+        except Exception as exc:  # never break a run; the error's type only: its message may quote session text
+            log.warning(
+                "agno-compression: could not restore folded messages into the run output (%s)", type(exc).__name__
+            )
+            return
+        if state.context is None and self.persist and state.events and run_context is not None:
+            owner = team if team is not None else agent
+            self.stats.guard(
+                "recording a continued run's folds", lambda: self._record_late(state, run_context, owner, session)
+            )
+        self._settle(state, getattr(run_output, "metrics", None), session)
+
+    def _record_late(self, state: RunState, run_context: Any, owner: Any, session: Any) -> None:
+        state.context = self._records.owner(run_context, owner, session)
+        self._records.record_late(state.context, state.events)
+
+    def _settle(self, state: RunState, metrics: Any, session: Any) -> None:
+        """After the restore, each on its own: usage counted, policy usage accounted, session totals mirrored."""
+        self.stats.guard("counting usage", lambda: self._count_usage(state))
+        for response, model in state.policy_usage:
+            self.stats.guard("accounting policy usage", functools.partial(account, response, model, metrics))
+        self.stats.guard("mirroring session totals", lambda: self._records.mirror(state.context, session))
 
     def keep_paused_run(self, live: list[Message], run_response: Any) -> None:
         """After a model loop: if the run paused, put every message it ever held back into ``live``.
@@ -304,14 +321,15 @@ class CompressionManager(AgnoCompressionManager):
             if state is None:
                 return
             state.observe()
-            self._count_usage(state)
             state.restore_calls()
             live[:] = state.full_run(live)
-            for response, model in state.policy_usage:
-                account(response, model, getattr(run_response, "metrics", None))
-            self._records.mirror(state.context, state.context.session if state.context is not None else None)
         except Exception as exc:  # never break a run: the paused run is then stored as folded
-            log.warning("agno-compression: could not restore folded messages into a paused run: %s", exc)
+            log.warning(
+                "agno-compression: could not restore folded messages into a paused run (%s)", type(exc).__name__
+            )
+            return
+        session = state.context.session if state.context is not None else None
+        self._settle(state, getattr(run_response, "metrics", None), session)
 
     def _count_usage(self, state: RunState) -> None:
         """Add what the provider reported for this run's model calls to ``stats`` (``Stats.count_usage``)."""
@@ -418,7 +436,7 @@ class CompressionManager(AgnoCompressionManager):
                 state.context = self._records.owner(*entry) if entry is not None else None
             except Exception as exc:
                 log.warning("agno-compression: could not tell which session this run belongs to: %s", exc)
-            history = self._records.without_earlier_folds(state.context, history)
+            history = self._records.without_earlier_folds(state.context, history, fresh=entry is not None)
         if self.drop_failed_calls:
             history = drop_failed_calls(history)
         if self.retained_turns is not None:
@@ -465,32 +483,12 @@ class CompressionManager(AgnoCompressionManager):
     async def _asummarize(self, ask: tuple[Summarizer, Any]) -> Any:
         return await self._runner.arun(*ask)
 
-    # --- searching what was folded --------------------------------------------------------------------
-
     def search_folded(
         self, run_context: Any, *, query: str = "", tool_name: str = "", message_id: str = "", limit: int = 5
     ) -> str:
         """What ``search_folded_history`` answers: folded originals of the run's own session only."""
-        try:
-            state = self._runs.find(getattr(run_context, "messages", None))
-            if state is None:
-                return "No folded history in this conversation yet."
-            self._records.flush(state.context)
-            folded = {i for event in state.events for i in event.folded_ids}
-            pool: dict[str, Message] = {m.id: m for m in state.ledger}
-            earlier = self._records.folded_ids(state.context)
-            if earlier and state.context is not None and state.context.db is not None:
-                for m in full_messages(state.context.db, state.context.session_id):
-                    pool.setdefault(m.id, m)
-            folded |= earlier
-            candidates = searchable(m for m in pool.values() if m.id in folded)
-            hits = search_messages(
-                candidates, query=query, tool_name=tool_name, message_id=message_id, limit=max(1, min(int(limit), 20))
-            )
-            return render_hits(hits, len(candidates))
-        except Exception as exc:  # a tool error must not end the run
-            log.warning("agno-compression: search of folded history failed: %s", exc)
-            return f"Search of folded history failed: {exc}"
+        run = lambda: self._runs.find(getattr(run_context, "messages", None))  # noqa: E731
+        return search_folded(run, self._records, query=query, tool_name=tool_name, message_id=message_id, limit=limit)
 
 
 def _with(hooks: list[Any] | None, *added: Callable[..., Any]) -> list[Any]:

@@ -23,6 +23,8 @@ GAP = "⋮"
 """Marks lines of a file left out of its outline."""
 INDEX = f"{GAP} names in the lines left out:"
 """Starts the line of an indexed outline that lists the names of the lines it left out."""
+MAX_NAME = 60
+"""Longest name the index lists (as the ledger's names: a longer one is more likely an instruction than a name)."""
 LINES_SHARE = 0.2
 """Share of its size an indexed outline gives to lines; the index takes what it needs of the rest."""
 
@@ -68,17 +70,19 @@ def outline(text: str, max_chars: int) -> str:
 def indexed_outline(text: str, max_chars: int, lines: Callable[[str, int], str] | None = None) -> str:
     """``text`` within about ``max_chars``: its ``lines`` (``outline`` by default; prose passes its own cut, the
     beginning and end) in ``LINES_SHARE`` of them, then ``INDEX`` and the names of ``text`` the lines do not show,
-    in order of first appearance, as many as fit the rest. What the index does not need is left over for the
-    caller (a working set gives it to the next file). ``""`` when nothing fits."""
+    in order of first appearance (quoted, each at most ``MAX_NAME`` characters), as many as fit the rest. What the
+    index does not need is left over for the caller (a working set gives it to the next file). ``""`` when nothing
+    fits."""
     kept = (lines or outline)(text, int(max_chars * LINES_SHARE))
     shown = set(identifiers_in(kept))
-    left = max_chars - len(kept) - len(INDEX) - 2
+    left = max_chars - len(kept) - len(INDEX) - 4
     rest: list[str] = []
     for name in identifiers_in(text):
-        if name not in shown and len(name) < left:
+        if name not in shown and len(name) < left and len(name) <= MAX_NAME:
             rest.append(name)
             left -= len(name) + 1
-    index = f"{INDEX} {' '.join(rest)}" if rest else ""
+    # quoted like every name a summary takes from a tool output: data, not words addressed to the model
+    index = f'{INDEX} "{" ".join(rest)}"' if rest else ""
     return "\n".join(part for part in (kept, index) if part)
 
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from agno.models.message import Message
 
+from ._deletion import delete_run_records
 from ._events import FoldEvent
+from ._exceptions import StoreError
 from ._plan import filter_folded
 from ._runs import RunOwner
 from ._sessions import stored_ids_of
@@ -97,15 +99,27 @@ class FoldRecorder:
         """Leave ``store`` alone for ``cooldown`` seconds."""
         self._down_until[id(store)] = time.monotonic() + self.cooldown
 
-    def without_earlier_folds(self, owner: RunOwner | None, messages: list[Message]) -> list[Message]:
-        """Loaded history minus what the session folded before, with its newest summary in its place."""
+    def without_earlier_folds(
+        self, owner: RunOwner | None, messages: list[Message], fresh: bool = False
+    ) -> list[Message]:
+        """Loaded history minus what the session folded before, with its newest summary in its place.
+
+        ``fresh``: the run starts (agno ran its pre-hook). Records under its own run id then belong to an earlier
+        attempt that died (agno's durable queue runs a reclaimed job again under the same id; a continued run
+        gets no pre-hook): they are dropped, so the session holds the records of the attempt that ends only.
+        """
         try:
             if owner is None or owner.store is None or not self.usable(owner.store):
                 return messages
             try:
                 # A fold counts only if its run or the messages it folded were stored (a run killed before agno
                 # saved it leaves records behind): checked against the ids agno already loaded with the session.
-                loaded = load_counted(owner.store, owner.session_id, stored_ids_of(owner.session, messages))
+                stored = stored_ids_of(owner.session, messages)
+                loaded = load_counted(owner.store, owner.session_id, stored)
+                if fresh and owner.run_id and str(owner.run_id) in loaded.run_ids:
+                    dropped = delete_run_records(owner.store, owner.session_id, str(owner.run_id))
+                    log.info("agno-compression: a run ran again: %d records of its earlier attempt dropped", dropped)
+                    loaded = load_counted(owner.store, owner.session_id, stored)
             except Exception:
                 self.failed(owner.store)
                 raise
@@ -181,7 +195,8 @@ class FoldRecorder:
             self.failed(owner.store)
             self.stats.add("record_failures")
             log.warning(
-                "agno-compression: could not record the fold of session %r (the run goes on): %s", owner.session_id, exc
+                "agno-compression: could not record a fold (the run goes on): %s",
+                exc if isinstance(exc, StoreError) else type(exc).__name__,  # ours names no session text
             )
             return
         self.stats.add("records_written")

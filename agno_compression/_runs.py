@@ -98,6 +98,10 @@ class RunState:
     """The names in use of every step this run folded so far (its progress summaries show only what fits)."""
     walk: Walk | None = None
     """What the run has in hand for the working set, walked as messages come (``_held.estimate``)."""
+    growth: list[int] = field(default_factory=list)
+    tight: bool = False
+    """The system messages, tools and request leave no workable room under the budget (warned once)."""
+    """Tokens each model call's prompt added over the previous call's as sent (calls right after a fold too)."""
     cache_tail: tuple[int, int] | None = None
     """Where the previous request of this loop had its newest block, and how many folds had happened then: a
     cache breakpoint there is still valid while no fold came in between (``_prompt_cache``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -193,14 +193,23 @@ class SessionStats:
     first_fold_at: float | None
     last_fold_at: float | None
     newest_record_id: int | None
+    skipped: list[str] = field(default_factory=list)
+    """Stored records left out because a field did not read (``"record 7: folded_ids is not JSON"``)."""
 
 
 def stats(db_or_store: Any, session_id: str) -> SessionStats:
     """Compression statistics of ``session_id`` from an agno db (``SqliteDb``, ``PostgresDb``, ...) or a store."""
-    return stats_of(session_id, _as_store(db_or_store).events(session_id))
+    store = _as_store(db_or_store)
+    return stats_of(session_id, store.events(session_id), skipped_records(store, session_id))
 
 
-def stats_of(session_id: str, rows: Sequence[CompressionRecord]) -> SessionStats:
+def skipped_records(store: Any, session_id: str) -> list[str]:
+    """The records of ``session_id`` a store skipped as unreadable when it last read them (after ``events``)."""
+    skipped = getattr(store, "skipped", None)
+    return list(skipped(session_id)) if callable(skipped) else []
+
+
+def stats_of(session_id: str, rows: Sequence[CompressionRecord], skipped: Sequence[str] = ()) -> SessionStats:
     """``stats`` of records already read (oldest first): the one definition of "tokens saved" that ``inspect``,
     ``report`` and ``serve`` show too."""
     strategies: dict[str, int] = {}
@@ -216,6 +225,7 @@ def stats_of(session_id: str, rows: Sequence[CompressionRecord]) -> SessionStats
         first_fold_at=rows[0].created_at if rows else None,
         last_fold_at=rows[-1].created_at if rows else None,
         newest_record_id=rows[-1].id if rows else None,
+        skipped=list(skipped),
     )
 
 

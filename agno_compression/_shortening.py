@@ -49,27 +49,36 @@ def shorten_kept(
         return []
     files = _file_reads(plan.kept, tool_kinds)
     shortened: list[str] = []
-    tools = sorted((m for m in plan.kept if m.role == "tool"), key=counter.count_message, reverse=True)
-    for m in tools:
-        if total <= limit:
-            break
-        if m.compressed_content is None and not isinstance(m.content, str):
-            continue  # image or other parts: a text stand-in would change what the model receives
-        size = counter.count_message(m)
-        text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
-        allowed = max(200, size - (total - target))
-        if allowed >= size:
-            continue
-        chars = max(400, int(len(text) * allowed / max(size, 1)))
-        if len(text) <= chars:
-            continue
-        short = indexed_outline(text, chars - len(OUTLINED)) if m.id in files else ""
-        m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
-        total = count(state.live)
-        shortened.append(m.id)
+    outputs = [
+        m for m in plan.kept if m.role == "tool" and (m.compressed_content is not None or isinstance(m.content, str))
+    ]  # image or other parts: a text stand-in would change what the model receives
+    sizes = {id(m): counter.count_message(m) for m in outputs}
+    # a batch of outputs too large together is cut like one output: the largest down to one common size, the
+    # smaller ones whole (each keeps its head and tail, a file its outline); a second pass takes what is left
+    cap = level(list(sizes.values()), total - int(target + BATCH_AIM * (limit - target)))
+    if sum(1 for size in sizes.values() if size > cap) < 2:  # one output alone: cut to the fold's target, as ever
+        cap = level(list(sizes.values()), total - target)
+    for pass_cap in (cap, None):
+        for m in sorted(outputs, key=lambda m: sizes[id(m)], reverse=True):
+            if total <= limit and (pass_cap is None or sizes[id(m)] <= cap):
+                break  # the first pass cuts every output above the common size, the second only while over
+            size = sizes[id(m)]
+            allowed = max(MIN_OUTPUT, cap if pass_cap is not None else size - (total - target))
+            if allowed >= size:
+                continue
+            text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
+            chars = max(400, int(len(text) * allowed / max(size, 1)))
+            if len(text) <= chars:
+                continue
+            short = indexed_outline(text, chars - len(OUTLINED)) if m.id in files else ""
+            m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
+            sizes[id(m)] = counter.count_message(m)
+            total = count(state.live)
+            if m.id not in shortened:
+                shortened.append(m.id)
     if total > limit:
         total = _shorten_calls(state, plan, count, counter, total, (limit, target), shortened)
-    if total > limit + slack:
+    if total > limit + slack and not state.tight:  # a run with no room was told so once (_fold)
         log.warning(
             "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
             total,
@@ -77,6 +86,27 @@ def shorten_kept(
             parts(state, count, counter),
         )
     return shortened
+
+
+BATCH_AIM = 0.5
+"""A kept batch of several outputs too large together is cut to halfway between the fold's target and the budget
+(one output alone to the target): what the next step reads first loses least, and the next batch still finds
+room."""
+MIN_OUTPUT = 120
+"""Fewest tokens a kept output is shortened to (its head and tail still say what it was)."""
+
+
+def level(sizes: Sequence[int], excess: int) -> int:
+    """The size to cut every output above it down to so that ``excess`` tokens go: the largest first, all of them
+    to one common size (water-filling); 0 when even that cannot free ``excess``."""
+    if excess <= 0:
+        return max(sizes, default=0)
+    ordered = sorted(sizes, reverse=True)
+    for k in range(1, len(ordered) + 1):
+        floor = ordered[k] if k < len(ordered) else 0
+        if sum(ordered[:k]) - k * floor >= excess:
+            return max(floor, (sum(ordered[:k]) - excess) // k)
+    return 0
 
 
 OUTLINED = (

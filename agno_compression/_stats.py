@@ -9,9 +9,10 @@ else: every documented counter exists from the start and counts from constructio
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .pricing import reported_usage
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from agno.models.message import Message
 
     from .pricing import PriceModel
+
+log = logging.getLogger("agno_compression")
 
 COUNTED_CALLS = 1_024
 """Model calls whose usage is remembered as counted (a paused run is counted when it pauses, not again when it
@@ -34,11 +37,13 @@ STATS_KEYS: tuple[str, ...] = (
     "summarizer_calls",
     "summarizer_failures",
     "overflow_retries",
+    "budget_too_small",
     "observations_rewritten",
     "observation_chars_saved",
     "records_written",
     "records_skipped",
     "record_failures",
+    "bookkeeping_failures",
     "events_dropped",
     "prompt_tokens",
     "cache_read_tokens",
@@ -55,6 +60,7 @@ class Stats(dict[str, Any]):
         super().__init__(initial or {})
         self._counted: OrderedDict[int, None] = OrderedDict()
         self._lock = threading.Lock()
+        self._failed: set[str] = set()
         for key in STATS_KEYS:
             self.setdefault(key, 0)
 
@@ -76,6 +82,18 @@ class Stats(dict[str, Any]):
             self.add("cache_read_tokens", usage.read)
             self.add("cache_write_tokens", usage.written + usage.written_long)
             self.add("billed_input_tokens", round(usage.billed(price)))
+
+    def guard(self, what: str, action: Callable[[], object]) -> None:
+        """Run one bookkeeping step after a run's messages are restored (usage, accounting, events): a failure
+        costs that step alone, counted in ``bookkeeping_failures`` and logged once per step, by its type only (the
+        message of an error may quote session text)."""
+        try:
+            action()
+        except Exception as exc:
+            self.add("bookkeeping_failures")
+            if what not in self._failed:
+                self._failed.add(what)
+                log.warning("agno-compression: %s failed (%s); the run is unaffected", what, type(exc).__name__)
 
     def _first_time(self, key: int) -> bool:
         with self._lock:

@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._events import FoldEvent
@@ -40,10 +42,11 @@ ATTRIBUTES = {
     "openinference.span.kind": "CHAIN (OpenInference: a step that is not itself a model call)",
     "session.id": "the agno session id (OpenInference), when the run has one",
     "gen_ai.conversation.id": "the same session id (OpenTelemetry GenAI conventions)",
-    "agno_compression.reason": "budget (the prompt was over it), early (the fold paid for the prompt cache it broke) "
-    "or overflow (a retry after the provider rejected the prompt as too long)",
+    "agno_compression.reason": "budget (the prompt was over it), early (the fold paid for the prompt cache it broke), "
+    "tight (the system messages, tools and request leave no room under the budget) or overflow (a retry after the "
+    "provider rejected the prompt as too long)",
     "agno_compression.strategy": "what wrote the summary: extractive, llm, ..., <name>->extractive after a fallback; "
-    "overflow:... for a retry",
+    "overflow:... for a retry, tight:... for a run with no room under the budget",
     "agno_compression.fallback": "true when the configured summarizer failed and the extractive summary was used",
     "agno_compression.tokens.before": "prompt tokens before the fold",
     "agno_compression.tokens.after": "prompt tokens after the fold",
@@ -74,6 +77,10 @@ EVENTS = {
 """Every span event, and what it means."""
 
 _tracers: dict[int, tuple[Any, Any]] = {}
+_ender: ThreadPoolExecutor | None = None
+_ender_lock = threading.Lock()
+MAX_ID_CHARS = 128
+"""Longest session or run id a span carries (an id is caller input: a 100 KB id must not make a 200 KB span)."""
 
 T = TypeVar("T")
 
@@ -108,9 +115,11 @@ def _version() -> str | None:
 
 
 def reason(event: FoldEvent) -> str:
-    """Why a fold happened: ``overflow``, ``budget`` or ``early`` (the page's and ``inspect``'s rule)."""
+    """Why a fold happened: ``overflow``, ``tight``, ``budget`` or ``early`` (the page's and ``inspect``'s rule)."""
     if event.strategy.startswith("overflow:"):
         return "overflow"
+    if event.strategy.startswith("tight:"):
+        return "tight"
     return "budget" if event.budget is None or event.tokens_before > event.budget else "early"
 
 
@@ -137,12 +146,23 @@ class FoldTrace:
             )
         return self.span
 
+    def _try_open(self) -> Any:
+        """The fold span, or ``None`` when the tracer or a span processor raised (said once, by type)."""
+        try:
+            return self._open()
+        except Exception as exc:
+            _failed("open a fold span", exc)
+            return None
+
     def answer(self, summarize: Callable[[Any], T]) -> Callable[[Any], T]:
         """``summarize`` run inside the fold span: the summarizer's model call becomes its child."""
         from opentelemetry import trace
 
         def answered(ask: Any) -> T:
-            with trace.use_span(self._open(), end_on_exit=False):
+            span = self._try_open()
+            if span is None:  # a failing tracer costs the trace, never the fold
+                return summarize(ask)
+            with trace.use_span(span, end_on_exit=False):
                 return summarize(ask)
 
         return answered
@@ -152,7 +172,10 @@ class FoldTrace:
         from opentelemetry import trace
 
         async def answered(ask: Any) -> T:
-            with trace.use_span(self._open(), end_on_exit=False):
+            span = self._try_open()
+            if span is None:
+                return await summarize(ask)
+            with trace.use_span(span, end_on_exit=False):
                 return await summarize(ask)
 
         return answered
@@ -209,9 +232,9 @@ class FoldTrace:
         if event.call_index is not None:
             out["agno_compression.call_index"] = event.call_index
         if owner is not None:
-            out["session.id"] = out["gen_ai.conversation.id"] = owner.session_id
+            out["session.id"] = out["gen_ai.conversation.id"] = _bounded(owner.session_id)
             if owner.run_id:
-                out["agno_compression.run.id"] = str(owner.run_id)
+                out["agno_compression.run.id"] = _bounded(owner.run_id)
         if event.summarizer_model:
             out["agno_compression.summarizer.model"] = event.summarizer_model
         usage = event.summarizer_usage or {}
@@ -230,8 +253,8 @@ class FoldTrace:
         if error is not None:
             from opentelemetry.trace import Status, StatusCode
 
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, str(error)))
+            # the error's type only: its message may quote session text
+            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
 
         def close() -> None:
             try:
@@ -241,9 +264,53 @@ class FoldTrace:
                 span.end(end_time=end)
 
         # The fold's record is written on the recorder's thread after the fold: the span waits for its id there
-        # (ending at the fold's own end time); the run's post-hook waits for both.
-        if event is None or not self.manager._records.then(self.state.context, close):
-            close()
+        # (ending at the fold's own end time). Ending a span runs the span processors, and a synchronous exporter
+        # may take seconds: that happens on a thread of its own, which neither the run nor its post-hook waits for.
+        if event is None or not self.manager._records.then(self.state.context, lambda: _later(close)):
+            _later(close)
+
+
+def _bounded(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= MAX_ID_CHARS else text[: MAX_ID_CHARS - 1] + "…"
+
+
+_said: set[str] = set()
+
+
+def _failed(what: str, exc: BaseException) -> None:
+    """A tracing failure, logged once per kind and by type only (its message may quote session text)."""
+    key = f"{what}:{type(exc).__name__}"
+    if key not in _said:
+        _said.add(key)
+        log.warning(
+            "agno-compression: could not %s (%s); folds go on untraced where it fails", what, type(exc).__name__
+        )
+
+
+def _later(action: Callable[[], None]) -> None:
+    """Run ``action`` (ending a span) on the span thread: no run waits for an exporter."""
+    global _ender
+    with _ender_lock:
+        if _ender is None:
+            _ender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agno-compression-spans")
+        ender = _ender
+
+    def guarded() -> None:
+        try:
+            action()
+        except Exception as exc:
+            _failed("end a fold span", exc)
+
+    ender.submit(guarded)
+
+
+def drain() -> None:
+    """Wait until every fold span ended so far has gone through the span processors (``flush_records``)."""
+    with _ender_lock:
+        ender = _ender
+    if ender is not None:
+        ender.submit(lambda: None).result()
 
 
 def _note(span: Any, event: FoldEvent) -> None:
@@ -263,7 +330,7 @@ def traced(manager: Any, state: RunState, attempt: int | None = None) -> Iterato
     try:
         fold = FoldTrace(found, manager, state, attempt)
     except Exception as exc:  # tracing never breaks a fold
-        log.debug("agno-compression: fold not traced: %s", exc)
+        _failed("start tracing a fold", exc)
         yield None
         return
     error: BaseException | None = None
@@ -276,4 +343,4 @@ def traced(manager: Any, state: RunState, attempt: int | None = None) -> Iterato
         try:
             fold.finish(error)
         except Exception as exc:
-            log.warning("agno-compression: could not trace a fold: %s", exc)
+            _failed("trace a fold", exc)

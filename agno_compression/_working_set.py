@@ -33,6 +33,7 @@ from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
 from ._outline import indexed_outline
 from ._reading import identifiers_in
+from ._recall import RECALL, recall_line
 from ._shell import shell_command, shell_read, shell_write, stale_after
 
 READ = "read"
@@ -103,6 +104,8 @@ class Artifact:
     """Ids of the messages its text comes from: while all of them are in context verbatim it is not repeated."""
     path: str = ""
     """The file path (empty for pages and reports): what writes and edits to it are matched on."""
+    via: str = ""
+    """The tool that read or fetched it (empty when written, or carried from an earlier summary)."""
 
 
 def kind_of(name: str, args: Any, overrides: Mapping[str, str | None] | None = None) -> str | None:
@@ -229,10 +232,10 @@ class _Tracker:
                 return
             if not part:  # a whole read replaces every earlier part of the file
                 self._drop(path)
-            self.items[path + part] = Artifact(path + part, "file", file_text(output), i, source, path)
+            self.items[path + part] = Artifact(path + part, "file", file_text(output), i, source, path, name)
         elif kind == FETCH:
             key = str(first_string(args, (*_URL_KEYS, "query")) or _call_label(name, args))
-            self.items[key] = Artifact(key, "page", output.strip(), i, source)
+            self.items[key] = Artifact(key, "page", output.strip(), i, source, via=name)
         elif kind == DELEGATE:
             key = str(first_string(args, ("description", "task")) or _call_label(name, args))[:120]
             self.items[key] = Artifact(key, "report", _REMINDER.sub("\n", output).strip(), i, source)
@@ -383,6 +386,7 @@ def render(
     *,
     visible: frozenset[str] = frozenset(),
     wide: tuple[Collection[str], int] = ((), 0),
+    caps: Mapping[str, int | None] | None = None,
 ) -> str:
     """The working-set section within ``max_tokens``: in order, each whole while it fits, one that does not fit cut
     to the rest of the room; artifacts whose sources are all in ``visible`` (kept verbatim) left out. With ``wide``
@@ -391,19 +395,30 @@ def render(
     keys, wide_tokens = wide
     used = count(_HEADING) + 2
     blocks: list[str] = []
+    left: list[Artifact] = []
+    wide_held = False
     for item in artifacts:
+        if item.sources and item.sources <= visible:
+            continue  # the kept steps show it verbatim
         room = (max(max_tokens, wide_tokens) if item.key in keys else max_tokens) - used
-        if room < MIN_PIECE or (item.sources and item.sources <= visible):
+        cap = (caps or {}).get(item.key)
+        room = room if cap is None else min(room, cap + count(f"### {item.label} {item.key}") + 8)
+        if room < MIN_PIECE:
+            left.append(item)
             continue  # no room for this one: a wide one further on may still have some
         block = _block(item, item.text, cut=False)
         size = count(block) + 1
         if size > room:
             block, size = _cut(item, int(len(item.text) * (min(room, size * OUTLINE_SHARE) - 30) / size), room, count)
             if not block:
+                left.append(item)
                 continue  # too little of this one would fit: a smaller, older one may
         blocks.append(block)
         used += size
-    return "\n".join([_HEADING, *blocks]) if blocks else ""
+        wide_held = wide_held or item.key in keys
+    # a wide artifact may take the section past max_tokens: the line naming what is left out has that room too
+    recall = recall_line(left, (max(max_tokens, wide_tokens) if wide_held else max_tokens) - used, count)
+    return "\n".join([_HEADING, *blocks, *([recall] if recall else [])]) if blocks or recall else ""
 
 
 def _cut(item: Artifact, chars: int, room: int, count: Callable[[str], int]) -> tuple[str, int]:
@@ -424,6 +439,7 @@ def _cut(item: Artifact, chars: int, room: int, count: Callable[[str], int]) -> 
     return "", 0
 
 
+_RECALL_AT = re.compile(rf"\n*{re.escape(RECALL)}[^\n]*", re.M)
 _SECTION_AT = re.compile(rf"^## {SECTION}\b[^\n]*\n?", re.M)
 _BLOCK = re.compile(r"\n*^### (file|page|report) (.+?)( \(shortened; read it again for the rest\))?\n(`{3,})\n", re.M)
 
@@ -459,6 +475,8 @@ def _blocks(text: str, pos: int) -> tuple[int, list[Artifact]]:
             path = key.split(" (", 1)[0] if label == "file" else ""
             out.append(Artifact(key, label, text[found.end() : close], 0, frozenset(), path))
         pos = close + len(fence) + 1
+    if (line := _RECALL_AT.match(text, pos)) is not None:  # the section's last line, if any
+        pos = line.end()
     return pos, out
 
 

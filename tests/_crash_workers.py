@@ -22,7 +22,8 @@ def run_until_killed(
     """Run an Agent that reads chunk after chunk; at chunk ``kill_at`` signal ``ready`` and wait to be killed.
 
     ``kill_at=-1`` never blocks: the run ends normally after 12 chunks. ``how``: ``mode`` (one of agno's four
-    model paths, ``RUN_MODES``; default ``sync``) and ``owner`` (``agent``, the default, or ``team``).
+    model paths, ``RUN_MODES``; default ``sync``), ``owner`` (``agent``, the default, or ``team``) and ``run_id``
+    (the run's own id, as agno's durable queue gives a job's every attempt; sync only).
     """
     from agno.agent import Agent
 
@@ -68,4 +69,7 @@ def run_until_killed(
     if compress:
         managers.append(CompressionManager(compress_at_tokens=1_500))
         managers[0].attach(agent)
-    run_agent(agent, task, how.get("mode", "sync"))
+    if how.get("run_id"):
+        agent.run(task, run_id=how["run_id"])
+    else:
+        run_agent(agent, task, how.get("mode", "sync"))

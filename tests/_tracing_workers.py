@@ -172,3 +172,57 @@ def traced_runs(setup: str, target: DbTarget) -> dict[str, Any]:
     runs = [contextvars.copy_context().run(_run, scenario, db) for scenario in SCENARIOS]
     spans = _spans(exporter) if exporter is not None else []
     return {"runs": runs, "spans": spans}
+
+
+def faulty_tracing(target: DbTarget, fault: str) -> dict[str, Any]:
+    """A run with the ``llm`` summarizer (its call opens the fold span) under a tracer provider that fails:
+    ``raising-start``, a span processor whose ``on_start`` raises; ``slow-export``, a synchronous exporter that
+    blocks until released. No agno instrumentation: only the fold spans meet the fault."""
+    import threading
+
+    from agno.agent import Agent
+    from agno.models.openai import OpenAIChat
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    from agno_compression import CompressionManager, full_messages
+    from agno_compression._tracing import NOTES
+    from agno_compression.eval._loopback import OpenAIServer
+
+    gate, exported = threading.Event(), []
+    provider = TracerProvider()
+    if fault == "raising-start":
+
+        class Raising(SpanProcessor):
+            def on_start(self, span: Any, parent_context: Any = None) -> None:
+                raise RuntimeError("span processor down")
+
+        provider.add_span_processor(Raising())
+    else:
+
+        class Slow(SpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                gate.wait(120)
+                exported.extend(spans)
+                return SpanExportResult.SUCCESS
+
+        provider.add_span_processor(SimpleSpanProcessor(Slow()))
+    trace.set_tracer_provider(provider)
+    db = target.open()
+    with OpenAIServer(Loop()) as server:
+        model = OpenAIChat(id="gpt-5", api_key="offline", client_params={"base_url": f"{server.url}/v1"})
+        manager = CompressionManager(compress_at_tokens=3_000, summarizer="llm", payback_calls=None)
+        agent = Agent(id="reader", name="Reader", model=model, tools=[read_file], db=db, telemetry=False)
+        manager.attach(agent)
+        agent.run("Read the source files one by one and tell me which function to fix.", session_id="faulty")
+        result = {
+            "folds": len([e for e in manager.events if e.strategy not in NOTES]),
+            "stored_tool_results": sum(1 for m in full_messages(db, "faulty") if m.role == "tool"),
+            "exported_during_run": len(exported),
+            "stats": dict(manager.stats),
+        }
+        gate.set()
+        manager.flush_records()
+        result["exported"] = len([s for s in exported if s.name == "agno_compression.fold"])
+    return result

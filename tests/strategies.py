@@ -325,6 +325,19 @@ BIDI = [
     *map(chr, range(0x2066, 0x206A)),
 ]
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
+INVISIBLE = [
+    "\u200b",
+    "\u200c",
+    "\u2060",
+    "\ufeff",
+    "\u3164",
+    "\uffa0",
+    "\u00ad",
+    "\U000e0041",
+    "\U000e007f",
+    "\U000e0101",
+]
+"""Zero-width and filler characters, the BOM, tag characters and a variation selector: a person sees nothing."""
 MARKUP = ["[red]x[/red]", "[bold]", "[/]", "Optional[bool]", "[k]", "[link=http://x]y[/link]", ":smile:", "\\[", "["]
 SEQUENCES = [
     "\x1b[2J",
@@ -333,12 +346,14 @@ SEQUENCES = [
     "\x9b31m",
     "\r\n",
     "exe.\u202etxt",
+    "IGNORE\U000e0020PREVIOUS\U000e0049NSTRUCTIONS",
+    "\ufeffrm -rf\u200b /",
 ]
 
 
 def _piece() -> st.SearchStrategy[str]:
     return st.one_of(
-        st.sampled_from(CONTROLS + BIDI + SURROGATES),
+        st.sampled_from(CONTROLS + BIDI + SURROGATES + INVISIBLE),
         st.sampled_from(MARKUP + SEQUENCES),
         st.text(alphabet=st.characters(exclude_categories=()), max_size=8),  # any code point, surrogates too
         st.text(alphabet="abc xyz-_./:", min_size=1, max_size=12),

@@ -8,10 +8,16 @@ differ only in where the rows live.
 
 from __future__ import annotations
 
+import json
+import logging
+import threading
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
+
+log = logging.getLogger("agno_compression")
 
 SCHEMA_VERSION = 1
 
@@ -56,6 +62,8 @@ class SessionCompression:
     """Id of the newest row."""
     tokens_saved: int = 0
     """Sum over the rows of prompt tokens before minus after the fold."""
+    run_ids: frozenset[str] = frozenset()
+    """The runs with a row, counted or not (a run that runs again under its id finds its earlier attempt's)."""
 
 
 @runtime_checkable
@@ -89,8 +97,11 @@ def merge_rows(
     summary: str | None = None
     saved = folds = 0
     newest: int | None = None
+    runs: set[str] = set()
     for row_id, run_id, ids, text, before, after in rows:
         row_ids = tuple(map(str, ids or ()))
+        if run_id:
+            runs.add(str(run_id))
         if stored_ids is not None and run_id not in stored_ids and not all(map(stored_ids.__contains__, row_ids)):
             continue
         folded.update(row_ids)
@@ -99,22 +110,115 @@ def merge_rows(
         newest = row_id
         if text:
             summary = text
-    return SessionCompression(frozenset(folded), summary, folds, newest, saved)
+    return SessionCompression(frozenset(folded), summary, folds, newest, saved, frozenset(runs))
 
 
 MERGE_FIELDS = ("id", "run_id", "folded_ids", "summary", "tokens_before", "tokens_after")
 """The fields of a stored row ``merge_rows`` reads, in its order."""
 
 
-def records_of(rows: Iterable[dict[str, Any]]) -> list[CompressionRecord]:
-    """``CompressionRecord``s from rows stored as JSON objects (Redis, agno's session row); unknown keys ignored."""
+def records_of(rows: Iterable[dict[str, Any]], session_id: str, bad: BadRows) -> list[CompressionRecord]:
+    """``CompressionRecord``s from rows stored as JSON objects (Redis, agno's session row); unknown keys ignored,
+    a row that does not read skipped and named (``bad``)."""
     names = {f.name for f in fields(CompressionRecord)}
     records = []
     for raw in rows:
-        record = CompressionRecord(**{k: v for k, v in raw.items() if k in names})
-        record.folded_ids = [str(i) for i in record.folded_ids or []]
-        records.append(record)
+        values = checked(raw, session_id, bad)
+        if values is not None:
+            records.append(CompressionRecord(**{k: v for k, v in values.items() if k in names}))
     return records
+
+
+def merge_fields(rows: Iterable[Mapping[str, Any]], session_id: str, bad: BadRows) -> Iterable[tuple[Any, ...]]:
+    """``rows`` as ``merge_rows`` reads them, those that do not read skipped and named (``bad``)."""
+    for raw in rows:
+        values = checked(raw, session_id, bad)
+        if values is not None:
+            yield tuple(values.get(k) for k in MERGE_FIELDS)
+
+
+def checked(row: Mapping[str, Any], session_id: str, bad: BadRows) -> dict[str, Any] | None:
+    """``row`` with its folded ids as a list of strings and its counts as ints, or ``None`` (and the row named in
+    ``bad``) when a field does not read: a store's other rows and sessions are unaffected by one bad row."""
+    try:
+        return {**row, **_fields(row)}
+    except ValueError as exc:
+        bad.add(session_id, row.get("id"), str(exc))
+        return None
+
+
+def _fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"folded_ids": folded_ids_of(row.get("folded_ids"))}
+    for name in ("tokens_before", "tokens_after", "call_index", "budget"):
+        value = row.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            if not (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+                raise ValueError(f"{name} is not a count ({type(value).__name__})")
+            value = int(value)
+        out[name] = value
+    summary = row.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise ValueError(f"summary is not text ({type(summary).__name__})")
+    return out
+
+
+def folded_ids_of(value: Any) -> list[str]:
+    """A stored ``folded_ids`` value (a list, or its JSON text where the driver leaves JSON unparsed) as ids."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("folded_ids is not JSON") from None
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in value):
+        raise ValueError(f"folded_ids is not a list of message ids ({type(value).__name__})")
+    return [str(i) for i in value]
+
+
+class BadRows:
+    """The rows a store skipped because a field did not read, by session: each named once in the log (session,
+    record id, what is wrong, never the row's text) and kept for the note the views show (``notes``)."""
+
+    SESSIONS = 256
+
+    def __init__(self) -> None:
+        self._notes: OrderedDict[str, dict[Any, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, session_id: str, record_id: Any, problem: str) -> None:
+        with self._lock:
+            notes = self._notes.setdefault(session_id, {})
+            self._notes.move_to_end(session_id)
+            while len(self._notes) > self.SESSIONS:
+                self._notes.popitem(last=False)
+            if record_id in notes:
+                return
+            notes[record_id] = problem
+        shown = session_id if len(session_id) <= 80 else session_id[:79] + "…"
+        log.warning(
+            "agno-compression: skipped fold record %s of session %r: %s (the session's other records still count)",
+            record_id,
+            shown,
+            problem,
+        )
+
+    def notes(self, session_id: str) -> list[str]:
+        """``"record 7: folded_ids is not JSON"`` for each row of ``session_id`` skipped so far."""
+        with self._lock:
+            return [f"record {i}: {problem}" for i, problem in self._notes.get(session_id, {}).items()]
+
+
+def why(exc: BaseException) -> str:
+    """A database error without the statement and its parameters (they hold summaries and ids: session text)."""
+    orig = getattr(exc, "orig", None)
+    text = f"{type(orig).__name__}: {orig}" if orig is not None else type(exc).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def sid(session_id: str) -> str:
+    return repr(session_id if len(session_id) <= 80 else session_id[:79] + "…")
 
 
 def usage_dict(metrics: Any) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from .._exceptions import ConfigError, StoreError
-from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows, records_of
+from ._base import BadRows, CompressionRecord, SessionCompression, merge_fields, merge_rows, records_of, sid, why
 
 EVENTS_KEY = "agno_compression_events"
 _MAX_BOUND = 256
@@ -47,7 +47,7 @@ def agno_session(db: Any, session_id: str) -> tuple[Any, Any]:
         # agno would deserialize a workflow or team row as whatever class was asked for.
         session = db.get_session(session_id=session_id, session_type=None)
     except Exception as exc:
-        raise StoreError(f"cannot read session {session_id!r}: {exc}") from exc
+        raise StoreError(f"cannot read session {sid(session_id)}: {why(exc)}") from exc
     if session is None:
         return None, None
     if isinstance(session, WorkflowSession):
@@ -62,6 +62,7 @@ class SessionDataStore:
         self.db = db
         self._bound: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
+        self.bad_rows = BadRows()
 
     def bind(self, session: Any) -> None:
         """Keep ``session`` (the object agno will save for the running run) as the place for its folds."""
@@ -83,7 +84,7 @@ class SessionDataStore:
     def _rows_of(self, session: Any) -> list[dict[str, Any]]:
         data = session.session_data if isinstance(session.session_data, dict) else {}
         rows = data.get(EVENTS_KEY)
-        return rows if isinstance(rows, list) else []
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
     def record(self, row: CompressionRecord) -> int:
         """Append one fold to the session's ``session_data``; returns its id (1, 2, ... per session)."""
@@ -107,8 +108,30 @@ class SessionDataStore:
             try:
                 self.db.upsert_session(session)
             except Exception as exc:
-                raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
+                raise StoreError(f"cannot record a fold for session {sid(row.session_id)}: {why(exc)}") from exc
         return row.id
+
+    def drop_run(self, session_id: str, run_id: str) -> int:
+        """Remove the rows of one run (an earlier attempt of a run that runs again) from the session agno will save
+        for this run, or from its stored row; returns how many."""
+        with self._lock:
+            bound = self._bound.get(session_id)
+        session = bound if bound is not None else agno_session(self.db, session_id)[0]
+        if session is None:
+            return 0
+        with self._lock:
+            data = session.session_data if isinstance(session.session_data, dict) else {}
+            rows = data.get(EVENTS_KEY)
+            if not isinstance(rows, list):
+                return 0
+            kept = [r for r in rows if not (isinstance(r, dict) and r.get("run_id") == run_id)]
+            data[EVENTS_KEY] = kept
+        if bound is None and len(kept) < len(rows):
+            try:
+                self.db.upsert_session(session)
+            except Exception as exc:
+                raise StoreError(f"cannot delete the records of an earlier attempt of a run: {why(exc)}") from exc
+        return len(rows) - len(kept)
 
     def rows(self, session_id: str) -> list[dict[str, Any]]:
         """The session's stored rows, as kept in ``session_data`` (oldest first)."""
@@ -119,9 +142,12 @@ class SessionDataStore:
 
     def events(self, session_id: str) -> list[CompressionRecord]:
         """Every fold of ``session_id``, oldest first."""
-        return records_of(self.rows(session_id))
+        return records_of(self.rows(session_id), session_id, self.bad_rows)
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's (see ``SQLAlchemyStore.load``)."""
-        rows = (tuple(r.get(k) for k in MERGE_FIELDS) for r in self.rows(session_id))
-        return merge_rows(rows, stored_ids)
+        return merge_rows(merge_fields(self.rows(session_id), session_id, self.bad_rows), stored_ids)
+
+    def skipped(self, session_id: str) -> list[str]:
+        """The rows of ``session_id`` this store skipped because a field did not read, each named."""
+        return self.bad_rows.notes(session_id)

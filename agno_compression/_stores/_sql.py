@@ -22,12 +22,22 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sqlalchemy import bindparam, create_engine, insert, inspect, select
+from sqlalchemy import Text, bindparam, create_engine, insert, inspect, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from .._exceptions import ConfigError, StoreError
-from ._base import MERGE_FIELDS, CompressionRecord, SessionCompression, merge_rows
+from ._base import (
+    MERGE_FIELDS,
+    BadRows,
+    CompressionRecord,
+    SessionCompression,
+    checked,
+    merge_fields,
+    merge_rows,
+    sid,
+    why,
+)
 from ._tables import ADDED_COLUMNS, KNOWN_LOCK, KNOWN_TABLES, add_columns, columns_of, known_key, records_table
 
 log = logging.getLogger("agno_compression")
@@ -69,12 +79,17 @@ class SQLAlchemyStore:
         self._lock = threading.Lock()
         self._insert = insert(t)
         self._keys = select(t.c.id, t.c.created_at).where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
-        merged = select(t.c.id, t.c.created_at, *(t.c[name] for name in MERGE_FIELDS[1:]))
+        # folded_ids as the text stored (a driver may still parse it): a row that is not JSON is one bad row, read
+        # and named by ``checked``, not an error of the whole statement
+        self._ids = type_coerce(t.c.folded_ids, Text).label("folded_ids")
+        merged = select(t.c.id, t.c.created_at, *(self._ids if n == "folded_ids" else t.c[n] for n in MERGE_FIELDS[1:]))
         self._rows = merged.where(t.c.session_id == bindparam("sid")).order_by(t.c.id)
         self._rows_from = self._rows.where(t.c.id >= bindparam("first"))
         self._parsed: OrderedDict[str, _Parsed] = OrderedDict()
         """The sessions this store loaded, least recently loaded first (``_read``)."""
         self._parsed_lock = threading.Lock()
+        self.bad_rows = BadRows()
+        """Rows skipped because a field did not read (``skipped``)."""
 
     @classmethod
     def from_url(cls, url: str, *, table_name: str = TABLE_NAME, schema: str | None = None) -> SQLAlchemyStore:
@@ -131,7 +146,7 @@ class SQLAlchemyStore:
                         time.sleep(delay)
                         delay *= 2
                         continue
-                    raise StoreError(f"cannot create table {self.table.name!r}: {exc}") from exc
+                    raise StoreError(f"cannot create table {self.table.name!r}: {why(exc)}") from exc
             self._mark_ready(add_columns(self.engine, self.table, ADDED_COLUMNS))
             self._writable = True
 
@@ -208,7 +223,7 @@ class SQLAlchemyStore:
                     recreated = True
                     self.ensure_table()
                     continue
-                raise StoreError(f"cannot record a fold for session {row.session_id!r}: {exc}") from exc
+                raise StoreError(f"cannot record a fold for session {sid(row.session_id)}: {why(exc)}") from exc
         raise StoreError("unreachable")  # pragma: no cover
 
     def events(self, session_id: str) -> list[CompressionRecord]:
@@ -217,18 +232,21 @@ class SQLAlchemyStore:
             if not self._table_exists():
                 return []
             t = self.table
-            query = select(*(c for c in t.columns if c.name in self._columns))  # an older table lacks some
+            columns = (self._ids if c.name == "folded_ids" else c for c in t.columns if c.name in self._columns)
+            query = select(*columns)  # an older table lacks some
             with self.engine.connect() as conn:
                 rows = conn.execute(query.where(t.c.session_id == session_id).order_by(t.c.id)).mappings().all()
         except SQLAlchemyError as exc:
             if self._table_lost():
                 return []
-            raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
+            raise StoreError(f"cannot read compression records of session {sid(session_id)}: {why(exc)}") from exc
         names = [f.name for f in fields(CompressionRecord) if f.name in self._columns]
-        records = [CompressionRecord(**{n: r[n] for n in names}) for r in rows]
-        for record in records:
-            record.folded_ids = [str(i) for i in record.folded_ids or []]
-        return records
+        values = (checked({n: r[n] for n in names}, session_id, self.bad_rows) for r in rows)
+        return [CompressionRecord(**v) for v in values if v is not None]
+
+    def skipped(self, session_id: str) -> list[str]:
+        """The rows of ``session_id`` this store skipped because a field did not read, each named."""
+        return self.bad_rows.notes(session_id)
 
     def load(self, session_id: str, stored_ids: Collection[str] | None = None) -> SessionCompression:
         """Folded set = union of the session's rows; summary = the newest row's.
@@ -246,12 +264,12 @@ class SQLAlchemyStore:
                 counted = [r for r in rows if r[1] in stored_ids or all(map(stored_ids.__contains__, r[2]))]
                 if len(counted) < len(rows):  # rare (a run died unstored): the parsed rows keep only the newest summary
                     with self.engine.connect() as conn:
-                        fetched = conn.execute(self._rows, {"sid": session_id})
-                        return merge_rows(((r[0], *r[2:]) for r in fetched), stored_ids)
+                        fetched = [dict(r) for r in conn.execute(self._rows, {"sid": session_id}).mappings()]
+                        return merge_rows(merge_fields(fetched, session_id, self.bad_rows), stored_ids)
         except SQLAlchemyError as exc:
             if self._table_lost():
                 return SessionCompression(frozenset(), None, 0)
-            raise StoreError(f"cannot read compression records of session {session_id!r}: {exc}") from exc
+            raise StoreError(f"cannot read compression records of session {sid(session_id)}: {why(exc)}") from exc
         merged = parsed.merged
         if merged is None or merged[0] != keys:
             merged = parsed.merged = (keys, merge_rows(rows))
@@ -283,7 +301,11 @@ class SQLAlchemyStore:
             fetched = conn.execute(self._rows, {"sid": session_id}).all() if parsed is None else []
             if missing:
                 fetched = conn.execute(self._rows_from, {"sid": session_id, "first": min(missing)}).all()
-        new = {(r[0], r[1]): (r[0], r[2], tuple(map(str, r[3] or ())), r[4], r[5], r[6]) for r in fetched}
+        new = {}
+        for r in fetched:  # a row that does not read is skipped and named, as if it were not there
+            row = checked(dict(zip(("id", "created_at", *MERGE_FIELDS[1:]), r, strict=True)), session_id, self.bad_rows)
+            if row is not None:
+                new[(r[0], r[1])] = (r[0], *(tuple(row[k]) if k == "folded_ids" else row[k] for k in MERGE_FIELDS[1:]))
         if parsed is None:
             parsed, keys = _Parsed(new), tuple(new)
         elif new:

@@ -78,23 +78,10 @@ class PriceModel:
     notes: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        def bad(name: str, value: Any, expected: str) -> ConfigError:
-            return ConfigError(f"PriceModel.{name} must be {expected}, got {value!r}")
-
-        if self.caching not in CACHING:
-            raise bad("caching", self.caching, f"one of {', '.join(CACHING)}")
-        for name in ("read_rate", "write_rate"):
+        for name, expected, ok in _CHECKS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise bad(name, value, "a finite number >= 0")
-        if self.long_write_rate is not None and (isinstance(self.long_write_rate, bool) or self.long_write_rate < 0):
-            raise bad("long_write_rate", self.long_write_rate, "None or a number >= 0")
-        for name in ("min_tokens", "step", "max_breakpoints", "lookback_blocks"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "step" else 0):
-                raise bad(name, value, "an int >= 1" if name == "step" else "an int >= 0")
-        if not self.ttl_seconds > 0:
-            raise bad("ttl_seconds", self.ttl_seconds, "a number of seconds > 0")
+            if not ok(value):
+                raise ConfigError(f"PriceModel.{name} must be {expected}, got {value!r}")
 
     @property
     def caches(self) -> bool:
@@ -105,6 +92,60 @@ class PriceModel:
         """Input billed, in tokens at full price, for a prompt split as the provider's usage reports it."""
         long_rate = self.long_write_rate if self.long_write_rate is not None else self.write_rate
         return uncached + read * self.read_rate + written * self.write_rate + written_long * long_rate
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(low: int, high: int | None = None) -> Any:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low and (high is None or v <= high)
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _rate(value: Any) -> bool:
+    return _number(value) and 0 <= value <= MAX_RATE
+
+
+def _ttl(value: Any) -> bool:
+    return _number(value) and 0 < value <= MAX_TTL
+
+
+MAX_RATE = 10
+"""A rate is a share of the input price: list prices run from 0.025 (reads) to 2 (1-hour writes)."""
+MAX_TTL = 7 * 86_400
+"""The longest cache lifetime a row may name (providers offer 5 minutes to 24 hours)."""
+MAX_BREAKPOINTS = 4
+"""Anthropic allows at most four ``cache_control`` markers in one request."""
+
+_CHECKS: tuple[tuple[str, str, Any], ...] = (
+    ("provider", "a non-empty string", lambda v: _text(v) and bool(v.strip())),
+    ("family", "a string", _text),
+    ("caching", f"one of {', '.join(CACHING)}", lambda v: _text(v) and v in CACHING),
+    ("read_rate", f"a number from 0 to {MAX_RATE}", _rate),
+    ("write_rate", f"a number from 0 to {MAX_RATE}", _rate),
+    ("long_write_rate", f"None or a number from 0 to {MAX_RATE}", lambda v: v is None or _rate(v)),
+    ("ttl_seconds", f"seconds above 0, at most {MAX_TTL}", _ttl),
+    ("long_ttl_seconds", f"None or seconds above 0, at most {MAX_TTL}", lambda v: v is None or _ttl(v)),
+    ("min_tokens", "an int >= 0", _count(0)),
+    ("step", "an int >= 1", _count(1)),
+    ("max_breakpoints", f"an int from 0 to {MAX_BREAKPOINTS}", _count(0, MAX_BREAKPOINTS)),
+    ("lookback_blocks", "an int >= 0", _count(0)),
+    ("input_includes_cache", "True or False", lambda v: isinstance(v, bool)),
+    ("usage_fields", "a string", _text),
+    (
+        "matches",
+        "a tuple of non-empty model id prefixes",
+        lambda v: isinstance(v, tuple) and all(_text(m) and m for m in v),
+    ),
+    ("source", "a string", _text),
+    ("checked", "a string (ISO date)", _text),
+    ("notes", "a string", _text),
+)
+"""Each field, what it accepts, and the check: a wrong figure is a ``ConfigError`` naming it, never a NaN in a bill."""
 
 
 _ANTHROPIC_USAGE = (
@@ -284,6 +325,13 @@ def price_model_for(model: Any = None, *, provider: str | None = None, model_id:
     length = -1
     for row in rows:
         for prefix in row.matches:
-            if model_id.startswith(prefix) and len(prefix) > length:
+            if _names_family(model_id, prefix) and len(prefix) > length:
                 best, length = row, len(prefix)
     return best
+
+
+def _names_family(model_id: str, prefix: str) -> bool:
+    """Whether ``model_id`` is ``prefix`` or continues it past a name boundary: ``claude-opus-4-5-20251101`` and
+    ``gpt-5.1`` are of ``claude-opus-4-5`` and ``gpt-5``; ``claude-opus-4-50`` and ``o10`` are not of
+    ``claude-opus-4-5`` and ``o1``."""
+    return model_id.startswith(prefix) and (len(model_id) == len(prefix) or not model_id[len(prefix)].isalnum())

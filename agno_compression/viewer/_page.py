@@ -8,6 +8,7 @@ second guard.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib.resources import files
 
@@ -111,7 +112,7 @@ def _legend(t: Timeline) -> str:
     ]
     if t.budget:
         keys.append(f'<span><i class="key budget"></i>budget {t.budget:,}</span>')
-    for reason in ("budget", "early", "overflow", "unknown"):
+    for reason in ("budget", "early", "overflow", "tight", "unknown"):
         if reason in reasons:
             keys.append(f'<span><i class="key fold {reason}"></i>fold: {e(REASONS[reason])}</span>')
     if t.searches:
@@ -161,7 +162,7 @@ def _lane(t: Timeline, index: int, lane: Lane) -> str:
 
 
 def _strategy(strategy: str) -> str:
-    name = strategy.removeprefix("overflow:")
+    name = strategy.removeprefix("overflow:").removeprefix("tight:")
     if "->" in name:
         first, fallback = name.split("->", 1)
         return f'{e(first)} → {e(fallback)} <span class="muted">(fallback)</span>'
@@ -332,12 +333,34 @@ def _definitions(t: Timeline) -> str:
         "best a plain client gets, automatic caching on Anthropic).</dd>"
         "<dt>Fold reasons</dt><dd>Over the budget: the prompt exceeded <code>compress_at_tokens</code>. Early: "
         "under it, folded because the fold pays for the prompt cache it breaks within <code>payback_calls</code>. "
-        "Overflow retry: the provider rejected the prompt as too long.</dd></dl></section>"
+        "Overflow retry: the provider rejected the prompt as too long. No room: the system messages, tool definitions "
+        "and the request alone leave too little of the budget to fold into; the run's prompts exceed it and it folds "
+        "at most every five model calls.</dd></dl></section>"
     )
 
 
-def session_page(t: Timeline, *, source: str, counter: TokenCounter | None = None, back: str | None = None) -> str:
-    """The whole page of a session's timeline; ``source`` names the database, ``back`` links a list of sessions."""
+def _skipped(notes: Sequence[str]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{e(note)}</li>" for note in notes[:20])
+    more = f"<li>and {len(notes) - 20} more</li>" if len(notes) > 20 else ""
+    return (
+        f'<section class="card warn" role="note" aria-label="Skipped records"><h2>{len(notes)} fold record'
+        f'{"s" if len(notes) != 1 else ""} skipped</h2><p class="note">Stored rows that do not read are left out; '
+        f"the rest of the session is shown.</p><ul>{items}{more}</ul></section>"
+    )
+
+
+def session_page(
+    t: Timeline,
+    *,
+    source: str,
+    counter: TokenCounter | None = None,
+    back: str | None = None,
+    skipped: Sequence[str] = (),
+) -> str:
+    """The whole page of a session's timeline; ``source`` names the database, ``back`` links a list of sessions,
+    ``skipped`` names the stored fold records left out because they did not read."""
     counter = counter or TokenCounter("gpt-4o")
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     nav = f'<a href="{e(back)}">All sessions</a> · ' if back else ""
@@ -349,6 +372,7 @@ def session_page(t: Timeline, *, source: str, counter: TokenCounter | None = Non
         f'<header><div class="eyebrow">{nav}agno-compression · session report</div>'
         f'<h1>Session <span class="id">{e(t.session_id)}</span></h1>'
         f'<p class="meta">{e(t.owner)} · {e(source)} · generated {generated}</p></header>',
+        _skipped(skipped),
         _tiles(t),
         f'<section class="card" aria-label="Prompt size per model call"><h2>Prompt tokens per model call</h2>'
         f"{_legend(t)}{charts or '<p class=muted>No model call stored.</p>'}</section>",

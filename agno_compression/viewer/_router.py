@@ -8,8 +8,8 @@ Read-only: GET and HEAD only. Under ``prefix`` (``/compression`` by default):
 The rules of ``_http`` hold for every route: a ``Host`` that is not one of the viewer's names is refused (421, no
 session data), and every answer carries its headers (no framing, no sniffing, no referrer, no script). Mounted in
 an AgentOS app, the routes ask for the same credentials as AgentOS's own routes: agno's own authentication
-dependency (``OS_SECURITY_KEY`` as a bearer token), and under JWT authorization a verified token (AgentOS's
-middleware) with the scope AgentOS's own session routes need (``sessions:read``). Session text is untrusted: the
+dependency (``OS_SECURITY_KEY`` as a bearer token), and under JWT authorization the decision and the user isolation
+AgentOS's own session routes apply to the same caller (``_access``). Session text is untrusted: the
 pages escape it (``_page``), the JSON escapes what ``_visible`` marks.
 """
 
@@ -51,6 +51,7 @@ def viewer_router(
         from fastapi.responses import HTMLResponse, Response
     except ImportError as exc:  # the viewer extra
         raise ImportError(f"viewer_router needs FastAPI ({exc}); pip install 'agno-compression[viewer]'") from exc
+    from ._access import authorize, scoped_user
     from ._site import Viewer, error_page, session_id_of  # the pages: only once a router is made
 
     if not isinstance(prefix, str) or (prefix and (not prefix.startswith("/") or prefix.endswith("/"))):
@@ -64,26 +65,15 @@ def viewer_router(
             # a page under another name for this address must not read the sessions (DNS rebinding)
             raise HTTPException(REFUSED, "this viewer answers only to the names it is served under", HEADERS)
 
-    def check_scopes(request: Request) -> None:
-        """Under AgentOS's JWT authorization the viewer's routes need what AgentOS's ``GET /sessions`` needs
-        (``sessions:read`` unless the app maps it otherwise; the admin scope passes). AgentOS's middleware has
-        already verified the token and put its scopes on the request; it knows no scope for routes of its own
-        ``base_app``, so the check is made here, with agno's own scope rules."""
-        state, app_state = request.state, request.app.state
-        scopes = getattr(state, "scopes", None)
-        if (
-            scopes is None
-            or getattr(app_state, "jwt_validator", None) is None  # no JWT: the security key (or nothing) applies
-            or getattr(state, "security_key_verified", False)  # the key is an unscoped root, as for AgentOS
-            or getattr(state, "is_internal_service", False)
-        ):
-            return
-        from agno.os.scopes import has_required_scopes
+    def session_in(request: Request) -> str | None:
+        """The session a request names (its page or its JSON), ``None`` for the list."""
+        path = request.url.path
+        under = next((u for u in ("/session/", "/sessions/") if path.startswith(root + u)), None)
+        return requested_id(request, under) if under is not None else None
 
-        mapped = getattr(app_state, "scope_mappings", None) or {}
-        required = list(mapped.get("GET /sessions", ["sessions:read"]))
-        if not has_required_scopes(list(scopes), required, admin_scope=getattr(app_state, "admin_scope", None)):
-            raise HTTPException(403, f"Insufficient scopes: {', '.join(required)} required", HEADERS)
+    async def check_access(request: Request) -> None:
+        """What AgentOS's own ``GET /sessions`` (``/sessions/<id>``) would answer this caller (``_access``)."""
+        await authorize(request, session_in(request))
 
     dependencies = [Depends(check_host)]  # first: a refused name learns nothing, not even whether a key is set
     if authenticate:
@@ -91,7 +81,7 @@ def viewer_router(
         from agno.os.settings import AgnoAPISettings
 
         dependencies.append(Depends(get_authentication_dependency(settings or AgnoAPISettings())))
-        dependencies.append(Depends(check_scopes))
+        dependencies.append(Depends(check_access))
     router = APIRouter(dependencies=dependencies, include_in_schema=False)
     read = ["GET", "HEAD"]
 
@@ -120,28 +110,28 @@ def viewer_router(
 
     def index(request: Request, q: str = "") -> HTMLResponse:
         try:
-            return html(viewer.index(q, root))
+            return html(viewer.index(q, root, scoped_user(request)))
         except Exception as exc:
             status, message = failed(exc, request.url.path, False)
             return html(error_page(status, message, root), status)
 
     def page(request: Request, session_id: str) -> HTMLResponse:
         try:
-            return html(viewer.session(requested_id(request, "/session/"), root))
+            return html(viewer.session(requested_id(request, "/session/"), root, scoped_user(request)))
         except Exception as exc:
             status, message = failed(exc, request.url.path, True)
             return html(error_page(status, message, root), status)
 
     def sessions(request: Request) -> Response:
         try:
-            return as_json({"source": viewer.source, "sessions": viewer.rows()})
+            return as_json({"source": viewer.source, "sessions": viewer.rows(scoped_user(request))})
         except Exception as exc:
             status, message = failed(exc, request.url.path, False)
             return as_json({"detail": message}, status)
 
     def session(request: Request, session_id: str) -> Response:
         try:
-            return as_json(viewer.session_data(requested_id(request, "/sessions/")))
+            return as_json(viewer.session_data(requested_id(request, "/sessions/"), scoped_user(request)))
         except Exception as exc:
             status, message = failed(exc, request.url.path, True)
             return as_json({"detail": message}, status)

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .._databases import close_db, open_db, reading, source_label
+from .._databases import close_db, database_name, open_db, reading
 from ._page import e, plural, shell
 from ._report import report_page, session_json, session_rows
 
@@ -79,7 +79,8 @@ class Viewer:
         self.spec = db if isinstance(db, str) else None
         self.db = None if isinstance(db, str) else db
         self.schema = schema
-        self.source = source_label(db) if isinstance(db, str) else _db_label(db)
+        self.source = database_name(db) if isinstance(db, str) else _db_label(db)
+        """The database as the pages and JSON name it (a file's name, never its directory)."""
 
     @contextmanager
     def opened(self) -> Iterator[Any]:
@@ -95,26 +96,29 @@ class Viewer:
             finally:
                 close_db(db)
 
-    def rows(self) -> list[dict[str, Any]]:
-        with self.opened() as db:
-            return session_rows(db)
+    # ``user_id``: whose sessions the caller may read (AgentOS's user isolation, ``_access``); None: every user's
 
-    def index(self, query: str, root: str = "") -> str:
-        return index_page(self.rows(), query, self.source, root)
-
-    def session(self, session_id: str, root: str = "") -> str:
+    def rows(self, user_id: str | None = None) -> list[dict[str, Any]]:
         with self.opened() as db:
-            return report_page(db, session_id, self.spec or self.source, back=f"{root}/")
+            return session_rows(db, user_id=user_id)
 
-    def session_data(self, session_id: str) -> dict[str, Any]:
+    def index(self, query: str, root: str = "", user_id: str | None = None) -> str:
+        return index_page(self.rows(user_id), query, self.source, root)
+
+    def session(self, session_id: str, root: str = "", user_id: str | None = None) -> str:
         with self.opened() as db:
-            return session_json(db, session_id, self.spec or self.source, with_stats=True)
+            spec = self.spec or self.source
+            return report_page(db, session_id, spec, back=f"{root}/", label=self.source, user_id=user_id)
+
+    def session_data(self, session_id: str, user_id: str | None = None) -> dict[str, Any]:
+        with self.opened() as db:
+            return session_json(db, session_id, self.spec or self.source, with_stats=True, user_id=user_id)
 
 
 def _db_label(db: Any) -> str:
-    """How a page names an agno db object: its file, its URL (password masked) or its class."""
+    """How a page names an agno db object: its file's or its URL's database name, or its class."""
     where = getattr(db, "db_file", None) or getattr(db, "db_url", None)
-    return source_label(str(where)) if where else type(db).__name__
+    return database_name(str(where)) if where else type(db).__name__
 
 
 def session_id_of(quoted: str) -> str:

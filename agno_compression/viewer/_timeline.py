@@ -29,16 +29,21 @@ REASONS = {
     "budget": "over the budget",
     "early": "early: pays for the cache",
     "overflow": "overflow retry",
+    "tight": "no room: the request fills the budget",
     "unknown": "not recorded",
 }
 """Why a fold happened, as the page and ``inspect`` say it."""
 
 
 def fold_reason(record: CompressionRecord, budget: int | None = None) -> str:
-    """``"overflow"`` (a retry after the provider rejected the prompt), ``"budget"`` (the prompt was over the budget),
-    ``"early"`` (under it: the fold paid for the prompt cache it broke) or ``"unknown"`` (no budget known)."""
+    """``"overflow"`` (a retry after the provider rejected the prompt), ``"tight"`` (the system messages, tools and
+    request left no room under the budget: folds come seldom, prompts exceed it), ``"budget"`` (the prompt was over
+    the budget), ``"early"`` (under it: the fold paid for the prompt cache it broke) or ``"unknown"`` (no budget
+    known)."""
     if record.strategy.startswith("overflow:"):
         return "overflow"
+    if record.strategy.startswith("tight:"):
+        return "tight"
     limit = record.budget if record.budget is not None else budget
     if limit is None:
         return "unknown"

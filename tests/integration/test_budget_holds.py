@@ -4,12 +4,15 @@ real window is below the budget overflows once per run, not once per call."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
+from typing import Any
 
 import pytest
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
 from agno_compression.testing import RUN_MODES, Reply, ScriptInfo, ToolCall, run_agent, scripted_agent
+from agno_compression.tokens import TokenCounter
 from tests.fakes import LimitedModel
 
 HUGE = 2_000_000  # characters of one tool output (half a million tokens)
@@ -99,7 +102,7 @@ def test_the_warning_names_the_part_that_keeps_a_prompt_over_its_budget(caplog: 
     agent, _ = scripted_agent(script, read_chunk, manager=manager)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
         agent.run(task)
-    over = [r.message for r in caplog.records if "after folding" in r.message]
+    over = [r.message for r in caplog.records if "leaving no room" in r.message]
     assert over and "the current user message" in over[0].split("holds", 1)[1].split(",")[0], over
 
 
@@ -128,3 +131,71 @@ def test_a_large_output_in_the_last_batch_reaches_the_model_shortened_and_stats_
     full = page(3)
     sent = tool.compressed_content if tool.compressed_content is not None else str(tool.content)
     assert tool.id in shortened and len(sent) < len(full) / 2, "the last batch's output reached the model shortened"
+
+
+def module_source(index: int) -> str:
+    """A source file of about 2,500 tokens, its own names in every line."""
+    return "\n".join(
+        f"def handler_{index}_{i}(request_{i}, store_{index}):\n    return store_{index}.get({i})" for i in range(170)
+    )
+
+
+def test_a_parallel_batch_too_large_together_is_shortened_evenly(tmp_path: Path) -> None:
+    """A batch of eight reads that together exceed the room is cut like one oversized output: every large output
+    down to one common size (head, tail, outline), not the largest ones crushed while the rest stay whole."""
+    from agno.tools.file import FileTools
+
+    for i in range(8):
+        (tmp_path / f"mod{i}.py").write_text(module_source(i))
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": f"mod{i}.py"}) for i in range(8)])
+        return Reply(text="Read them all.")
+
+    manager = CompressionManager(compress_at_tokens=12_000)
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), manager=manager)
+    agent.run("Read the eight modules, then list their handlers. " + "Each handler must be listed. " * 400)
+    assert [r.prompt_tokens <= 12_000 for r in model.requests] == [True, True], [
+        r.prompt_tokens for r in model.requests
+    ]
+    counter = TokenCounter("gpt-4o")
+    sent = [counter.count_message(m) for m in model.requests[-1].messages if m.role == "tool"]
+    assert len(sent) == 8 and max(sent) <= 1.5 * min(sent), sent
+
+
+def _read_chunks(steps: int) -> Any:
+    """A script reading one chunk per model call, ``steps`` of them, then done."""
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < steps:
+            call = ToolCall("read_chunk", {"index": info.call_index})
+            return Reply(text=f"Chunk {info.call_index}.", tool_calls=[call])
+        return Reply(text="Done.")
+
+    return script
+
+
+def test_a_request_that_fills_the_budget_is_told_once_and_folds_seldom(caplog: pytest.LogCaptureFixture) -> None:
+    """System prompt and request leave under a fifth of the budget: no fold can hold it. The run says so once
+    (log, stats, each fold's reason) and folds at most every fifth call, instead of at every call."""
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(_read_chunks(40), read_chunk, manager=manager)
+    with caplog.at_level(logging.WARNING, logger="agno_compression"):
+        agent.run("Check every chunk against this list. " + " ".join(f"rule_{i} holds." for i in range(1_100)))
+    warned = [r.message for r in caplog.records if "leaving no room to fold into" in r.message]
+    assert len(warned) == 1, warned
+    assert manager.stats["budget_too_small"] == 1
+    assert 1 <= manager.stats["folds"] <= len(model.requests) / 5, (manager.stats["folds"], len(model.requests))
+    assert manager.events and all(e.strategy.startswith("tight:") for e in manager.events if e.summary)
+    from agno_compression.viewer._timeline import REASONS
+
+    assert "tight" in REASONS
+
+
+def test_a_request_that_leaves_room_keeps_every_call_under_the_budget() -> None:
+    manager = CompressionManager(compress_at_tokens=4_000)
+    agent, model = scripted_agent(_read_chunks(40), read_chunk, manager=manager)
+    agent.run("Check every chunk against this list. " + " ".join(f"rule_{i} holds." for i in range(500)))
+    assert max(r.prompt_tokens for r in model.requests) <= 4_000
+    assert manager.stats["budget_too_small"] == 0

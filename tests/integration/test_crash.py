@@ -108,6 +108,38 @@ def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(crash_db: Db
         assert e.summary not in [m.content for m in first]
 
 
+@pytest.mark.parametrize("checkpoint", ["runs", "tool-batch"])
+def test_a_run_that_runs_again_under_its_id_keeps_the_records_of_the_attempt_that_ends(
+    crash_db: DbTarget, checkpoint: str
+) -> None:
+    """agno's durable queue runs a reclaimed job again from its input under the same run id. The attempt that died
+    folded and recorded; the one that ends records its own folds, and the dead attempt's records are dropped when
+    it starts. With the default checkpointing the session then holds exactly what one successful run leaves. (With
+    ``tool-batch`` agno itself loads the dead attempt's checkpointed steps as history of the retry, so the retry
+    is not the clean run; its records are still its own only.)"""
+    run_until_killed(crash_db, "clean", checkpoint, True, -1, "the task", None, run_id="run-clean")
+    _kill_mid_run(crash_db, "retried", checkpoint, compress=True, run_id="run-again")
+    db = crash_db.open()
+    store = SQLAlchemyStore.for_agno_db(db)
+    dead = {(e.id, e.created_at) for e in store.events("retried")}
+    assert dead, "the attempt that died folded and recorded"
+    run_until_killed(crash_db, "retried", checkpoint, True, -1, "the task", None, run_id="run-again")
+    clean, retried = store.events("clean"), store.events("retried")
+    assert retried and not dead & {(e.id, e.created_at) for e in retried}, "the dead attempt's records are gone"
+    assert {e.run_id for e in retried} == {"run-again"}
+    session = db.get_session(session_id="retried", session_type=SessionType.AGENT)
+    assert [r.run_id for r in session.runs] == ["run-again"]
+    if checkpoint == "runs":
+        shape = [(e.strategy, e.call_index, len(e.folded_ids), e.tokens_before, e.tokens_after) for e in clean]
+        assert [
+            (e.strategy, e.call_index, len(e.folded_ids), e.tokens_before, e.tokens_after) for e in retried
+        ] == shape
+        stored = {m.id for r in session.runs for m in r.messages or []}
+        assert all(set(e.folded_ids) <= stored for e in retried), "every record folds messages of the stored run"
+        loaded = store.load("retried")
+        assert loaded.folds == len(clean) and loaded.summary == retried[-1].summary
+
+
 @pytest.mark.parametrize(
     ("owner", "mode"), [("agent", "stream"), ("agent", "async"), ("agent", "async-stream"), ("team", "sync")]
 )

@@ -246,7 +246,7 @@ def test_failing_store_leaves_the_run_completing_with_a_warning(
         agent.run("Read build log 1.")
     assert out.content.endswith("all chunks read.")
     assert manager.stats.get("folds", 0) >= 1 and manager.stats.get("record_failures", 0) >= 1
-    assert any("could not record the fold" in r.message for r in caplog.records)
+    assert any("could not record a fold" in r.message for r in caplog.records)
     assert any("could not load the session's compression records" in r.message for r in caplog.records)
     tools = [m.content for m in full_messages(agent.db, "broken") if m.role == "tool"]
     assert tools == h.produced
@@ -439,3 +439,29 @@ def test_folds_count_when_agno_leaves_tool_messages_out_of_storage(tmp_path: Pat
     first = model.requests[starts[1]].messages
     assert [m.content for m in first if is_summary(m)] == [earlier[-1].summary]
     assert not ({m.id for m in first} & {i for e in earlier for i in e.folded_ids})
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis", "json"])
+def test_the_records_of_one_run_can_be_dropped_on_every_store(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """What a run that runs again under its id uses to drop its dead attempt's records: that run's only."""
+    from agno_compression import CompressionRecord
+    from agno_compression._deletion import delete_run_records
+
+    db = db_target(kind, tmp_path, request).open()
+    h = log_reader(db, "dropped")
+    h.agent.run("Read build log 1.")
+    h.manager.flush_records()
+    store = store_for(db)
+    assert store is not None
+    kept = store.events("dropped")
+    assert kept
+    for n in range(2):
+        store.record(
+            CompressionRecord("dropped", [f"dead-{n}"], "a dead attempt's summary", "extractive", run_id="dead")
+        )
+    assert len(store.events("dropped")) == len(kept) + 2
+    assert delete_run_records(store, "dropped", "dead") == 2
+    assert [(e.run_id, e.folded_ids) for e in store.events("dropped")] == [(e.run_id, e.folded_ids) for e in kept]
+    assert delete_run_records(store, "dropped", "dead") == 0

@@ -159,3 +159,19 @@ def test_the_docs_name_every_attribute_and_event() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "observing.md").read_text(encoding="utf-8")
     missing = [name for name in (*ATTRIBUTES, *EVENTS) if f"| `{name}` |" not in page]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("fault", ["raising-start", "slow-export"])
+def test_a_failing_tracer_never_stops_a_fold_nor_holds_up_a_run(tmp_path: Path, fault: str) -> None:
+    """A span processor that raises costs the trace, not the fold; a synchronous exporter blocked for as long as
+    the run takes is never waited for: the run ends with its spans still unexported, and they follow once it lets
+    go (``flush_records`` waits for them)."""
+    from tests._tracing_workers import READS, faulty_tracing
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        result = pool.submit(faulty_tracing, DbTarget("sqlite", str(tmp_path / "s.db")), fault).result(timeout=600)
+    assert result["folds"] >= 2, result
+    assert result["stored_tool_results"] == READS, "the stored run holds every tool result"
+    if fault == "slow-export":
+        assert result["exported_during_run"] == 0, "the run waited for the exporter"
+        assert result["exported"] == result["folds"], "every fold span follows once the exporter lets go"

@@ -411,7 +411,8 @@ def test_the_working_set_takes_at_most_max_working_set_tokens(tmp_path: Path, ca
         (tmp_path / name).write_text(_module(f"module{n}"))
     seen: dict[str, str] = {}
     script = _read_check_write(reads, 30, "summary.txt", seen)
-    manager = CompressionManager(compress_at_tokens=12_000, max_working_set_tokens=cap)
+    # every module idle for thirty calls: held by the room alone here (hold_by_price would let them go)
+    manager = CompressionManager(compress_at_tokens=12_000, max_working_set_tokens=cap, hold_by_price=False)
     agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
     agent.run("Read the modules, check them, then write a summary.")
     assert manager.stats["folds"] >= 1
@@ -419,3 +420,38 @@ def test_the_working_set_takes_at_most_max_working_set_tokens(tmp_path: Path, ca
     size = TokenCounter("gpt-4o").count_text(section)
     assert cap * 0.6 <= size <= cap, "the section fills its room up to the cap, not past it"
     assert all(r.prompt_tokens <= 12_000 for r in model.requests)
+
+
+def test_a_file_not_used_for_a_while_leaves_and_the_summary_says_how_to_get_it_back(tmp_path: Path) -> None:
+    """hold_by_price: a file read and not used for forty calls costs more to hold until the next fold than to read
+    again; it leaves the working set, and the section names it with the tool that read it. The file a write drew
+    on stays whatever its age. (The budget leaves room for both files, so without hold_by_price both stay.)"""
+    for name in ("base.py", "notes.py"):
+        (tmp_path / name).write_text(_module(name.removesuffix(".py")) * 3)
+    (tmp_path / "log.txt").write_text("\n".join(f"check {i} passed in {i % 97} ms" for i in range(900)))
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step < 2:
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": ("base.py", "notes.py")[step]})])
+        if step == 2:
+            body = "\n".join(f"from base import base_step_{i}" for i in range(6))
+            return Reply(tool_calls=[ToolCall("save_file", {"file_name": "derived.py", "contents": body})])
+        if step < 44:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+        if step == 44:  # a large output: the fold that follows chooses the working set anew
+            return Reply(tool_calls=[ToolCall("read_file", {"file_name": "log.txt"})])
+        seen["summaries"] = _summaries(messages)
+        return Reply(text="Done.")
+
+    manager = CompressionManager(compress_at_tokens=24_000)
+    agent, _ = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager)
+    agent.run("Write derived.py from base.py, then run the checks.")
+    section = seen["summaries"][seen["summaries"].index("## Working set") :]
+    assert "### file base.py" in section, "the file a write drew on stays"
+    assert "### file notes.py" not in section and "`notes.py` (read_file)" in section, section[-400:]
+    unpriced = CompressionManager(compress_at_tokens=24_000, hold_by_price=False)
+    agent, _ = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=unpriced)
+    agent.run("Write derived.py from base.py, then run the checks.")
+    assert "### file notes.py" in seen["summaries"], "without hold_by_price the room alone decides: both fit"

@@ -104,6 +104,8 @@ BAD: list[tuple[str, Any]] = [
     ("payback_calls", 0),
     ("payback_calls", 2.5),
     ("payback_calls", True),
+    ("hold_by_price", "yes"),
+    ("hold_by_price", 1),
     ("search_tool", "on"),
     ("search_tool", None),
     ("model", 42),

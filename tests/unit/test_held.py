@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from agno.models.message import Message
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression._held import IN_USE_RATIO, carried_tokens, room, rooms, without_section
+from agno_compression._held import (
+    HALF_LIFE,
+    IN_USE_RATIO,
+    RECENT_CALLS,
+    Pricing,
+    carried_tokens,
+    room,
+    rooms,
+    use_chance,
+    without_section,
+)
+from agno_compression._held import caps as held_caps
 from agno_compression._plan import HISTORY, PROGRESS, make_summary_message, plan_fold, summary_kind
-from agno_compression._working_set import Artifact, render, split
+from agno_compression._working_set import OUTLINE_SHARE, Artifact, render, split
 
 WORDS = len
 
@@ -70,3 +83,58 @@ def test_what_the_request_still_asks_for_gets_the_pending_ratio_never_less_than_
     assert low < high
     assert rooms(fixed=0, limit=8_000, rest=0, ratio=0.95, cap=10_000) == (7_600, 7_600)
     assert rooms(fixed=0, limit=8_000, rest=0, ratio=0.6, cap=3_000) == (3_000, 3_000), "both within the cap"
+
+
+def _messages(calls: int) -> list[Message]:
+    """A run: its request, then ``calls`` model calls."""
+    return [Message(role="user", content="go"), *(Message(role="assistant", content=f"step {i}") for i in range(calls))]
+
+
+CLAUDE = Pricing(read=0.1, fresh=1.25, calls=10, prompt=8_000)
+
+
+def test_holding_pays_while_a_miss_would_cost_more_than_the_calls_until_the_next_fold() -> None:
+    # certain use: a read costs one call (the prompt from the cache) and its output written once
+    assert CLAUDE.pays(500, 1.0) and not CLAUDE.pays(2_000, 1.0)
+    assert CLAUDE.pays(300, 0.6) and not CLAUDE.pays(300, 0.2), "the less likely its use, the smaller what pays"
+    assert not Pricing(read=0.5, fresh=1.0, calls=10, prompt=8_000).pays(500, 0.5), "dearer reads hold less"
+
+
+@settings(deadline=None)
+@given(idle=st.integers(0, 500))
+def test_the_chance_of_use_halves_with_idle_calls_after_the_recent_ones(idle: int) -> None:
+    assert use_chance(idle) == (1.0 if idle <= RECENT_CALLS else 0.5 ** ((idle - RECENT_CALLS) / HALF_LIFE))
+    assert use_chance(idle + 1) <= use_chance(idle)
+
+
+def test_a_file_idle_for_long_is_held_whole_outlined_or_not_at_all_by_its_price() -> None:
+    messages = _messages(60)
+    small = Artifact("/small.py", "file", "x = 1\n" * 40, len(messages) - 21, path="/small.py")  # idle 20 calls
+    large = Artifact("/large.py", "file", "value_name = compute(other_name)\n" * 800, 1, path="/large.py")
+    recent = Artifact("/recent.py", "file", "y = 2\n" * 2_000, len(messages) - 3, path="/recent.py")
+    drawn = Artifact("/drawn.py", "file", "z = 3\n" * 2_000, 1, path="/drawn.py")
+    caps = held_caps([small, large, recent, drawn], messages, frozenset({"/drawn.py"}), CLAUDE)
+    assert caps["/small.py"] is None, "a small file pays whole"
+    assert caps["/large.py"] == 0, "a large file idle for sixty calls costs more than reading it again"
+    faded = held_caps([replace(small, used=1)], messages, frozenset(), CLAUDE)
+    assert faded["/small.py"] == int((len(small.text) // 4 + 1) * OUTLINE_SHARE), "idle long: its outline pays"
+    assert "/recent.py" not in caps and "/drawn.py" not in caps, "files in use are held while the room lasts"
+    assert held_caps([small, large], messages, frozenset(), None) == {}, "hold_by_price=False: no caps"
+
+
+def test_what_the_section_leaves_out_is_named_with_how_to_get_it_back_and_split_takes_the_line_away() -> None:
+    kept = Artifact("/kept.py", "file", "KEPT = 1", 5, path="/kept.py", via="Read")
+    left = Artifact("/left.py", "file", "LEFT = 2\n" * 400, 3, path="/left.py", via="Read")
+    section = render([kept, left], 10_000, WORDS, caps={"/left.py": 0})
+    assert "LEFT = 2" not in section
+    assert section.endswith("`/left.py` (Read)") and "search_folded_history" in section
+    text, artifacts = split(f"summary body\n\n{section}\n")
+    assert text == "summary body" and [a.key for a in artifacts] == ["/kept.py"], "the line goes with its section"
+
+
+def test_a_wide_file_past_the_rooms_share_still_leaves_room_for_the_line_naming_what_is_left_out() -> None:
+    drawn = Artifact("/drawn.py", "file", "DRAWN = 1\n" * 50, 5, path="/drawn.py", via="Read")
+    left = Artifact("/left.py", "file", "LEFT = 2\n" * 400, 3, path="/left.py", via="Read")
+    section = render([drawn, left], 150, WORDS, wide=({"/drawn.py"}, 1_000), caps={"/left.py": 0})
+    assert "DRAWN = 1" in section and WORDS(section) > 150, "the file a write draws on takes its wide room"
+    assert section.endswith("`/left.py` (Read)"), section[-200:]

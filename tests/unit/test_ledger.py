@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from agno_compression import _ledger, _summarizers
 from agno_compression._ledger import mentions, outcome_of
 from agno_compression._messages import command_of
+from agno_compression._summarizers import ExtractiveSummarizer, SummaryRequest
+from agno_compression.tokens import TokenCounter
 from tests.strategies import examples
 
 # words and letters that decide a match: ASCII in any case, and the non-ASCII letters re.I folds into ASCII ones
@@ -81,8 +83,6 @@ def test_mentions_is_case_blind_and_says_yes_for_non_ascii_text() -> None:
 # --- errors that happened -------------------------------------------------------------------------------------
 
 from agno.models.message import Message  # noqa: E402
-
-from agno_compression.tokens import TokenCounter  # noqa: E402
 
 _COUNT = TokenCounter("gpt-4o").count_text
 
@@ -286,3 +286,34 @@ def test_a_written_file_creates_its_path_and_the_names_in_its_text_that_are_not_
 def test_a_bare_error_line_is_an_error_and_a_count_of_errors_is_not() -> None:
     assert _ledger.errors_raised("Error: net::ERR_ABORTED at https://example.org/doc") == ["`Error`"]
     assert _ledger.errors_raised("Errors: 3\nException\n") == ["`Exception`"]
+
+
+def _edit_step(i: int) -> list[Message]:
+    call = {
+        "id": f"c{i}",
+        "type": "function",
+        "function": {"name": "Edit", "arguments": json.dumps({"file_path": f"src/mod_{i}.py", "old": "a", "new": "b"})},
+    }
+    result = f"edited src/mod_{i}.py; test_mod_{i} failed:\nValueError_{i}: bad value"
+    return [Message(role="assistant", tool_calls=[call]), Message(role="tool", tool_call_id=f"c{i}", content=result)]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(refolds=st.integers(1, 40), chatter=st.integers(1, 120), budget=st.integers(300, 1_300))
+def test_what_the_agent_acted_on_survives_any_number_of_folds(refolds: int, chatter: int, budget: int) -> None:
+    """A summary of summaries keeps the files, tests and errors the first summary had: acted-on facts do not decay
+    with the number of folds, only with what the ledger's cap cannot hold."""
+    count = TokenCounter("gpt-4o").count_text
+    summarizer = ExtractiveSummarizer()
+    first = summarizer.summarize(
+        SummaryRequest(
+            [m for i in range(4) for m in _edit_step(i)], None, budget, count, kind="progress", cap_tokens=1_300
+        )
+    ).text
+    facts = [f for i in range(4) for f in (f"src/mod_{i}.py", f"test_mod_{i}", f"ValueError_{i}")]
+    assert all(f in first for f in facts)
+    text = first
+    for n in range(refolds):
+        filler = [Message(role="assistant", content=f"step {n}: thinking it over " * chatter)]
+        text = summarizer.summarize(SummaryRequest(filler, text, budget, count, kind="progress", cap_tokens=1_300)).text
+    assert [f for f in facts if f not in text] == [], f"after {refolds} folds"

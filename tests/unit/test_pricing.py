@@ -263,6 +263,70 @@ def test_a_price_model_with_a_bad_figure_names_it() -> None:
         PriceModel(provider="x", family="y", caching="sometimes", read_rate=0.1)
 
 
+BAD_FIGURES = [
+    ("long_write_rate", float("nan")),
+    ("long_write_rate", float("inf")),
+    ("read_rate", float("nan")),
+    ("write_rate", float("-inf")),
+    ("ttl_seconds", float("inf")),
+    ("ttl_seconds", "2"),
+    ("ttl_seconds", None),
+    ("long_ttl_seconds", "x"),
+    ("long_ttl_seconds", float("nan")),
+    ("long_ttl_seconds", -1),
+    ("max_breakpoints", 10),
+    ("min_tokens", 1.5),
+    ("step", 0),
+    ("provider", 123),
+    ("provider", ""),
+    ("input_includes_cache", "no"),
+    ("matches", "gpt-5"),
+    ("matches", ("",)),
+    ("notes", None),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), BAD_FIGURES, ids=[f"{n}={v!r}" for n, v in BAD_FIGURES])
+def test_every_field_of_a_price_model_is_checked_and_named(name: str, value: object) -> None:
+    """NaN, inf, a string or None where a figure belongs, 10 markers where Anthropic allows 4: a ConfigError naming
+    the field and what it accepts, never a TypeError here or a NaN in a bill later."""
+    from agno_compression import ConfigError
+
+    fields: dict[str, object] = {"provider": "x", "family": "y", "caching": "breakpoints", "read_rate": 0.1}
+    with pytest.raises(ConfigError, match=rf"PriceModel\.{name} must be .+, got "):
+        PriceModel(**{**fields, name: value})  # type: ignore[arg-type]
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["read_rate", "write_rate", "ttl_seconds"]))
+def test_a_price_model_accepts_a_rate_only_when_its_bill_is_a_finite_number(value: float, name: str) -> None:
+    from agno_compression import ConfigError
+
+    fields: dict[str, object] = {"provider": "x", "family": "y", "caching": "prefix", "read_rate": 0.1, name: value}
+    try:
+        price = PriceModel(**fields)  # type: ignore[arg-type]
+    except ConfigError:
+        return
+    bill = price.billed(1000, read=500, written=250, written_long=10)
+    assert bill == bill and bill != float("inf")
+
+
+@pytest.mark.parametrize(
+    ("model_id", "family"),
+    [
+        ("claude-opus-4-5-20251101", "claude-opus-4-5/4-6 / haiku-4-5"),
+        ("claude-opus-4-50", "claude-sonnet-5 / opus-4-8 / sonnet-4"),  # the opus-4 row, not the opus-4-5 one
+        ("gpt-5.1", "gpt-5"),
+        ("gpt-4o-mini", "gpt-4o / o1 / o3-mini"),
+        ("o1", "gpt-4o / o1 / o3-mini"),
+        ("o10", "openai (unlisted model)"),
+        ("gpt-50", "openai (unlisted model)"),
+    ],
+)
+def test_price_rows_match_model_ids_on_a_name_boundary(model_id: str, family: str) -> None:
+    provider = "anthropic" if model_id.startswith("claude") else "openai"
+    assert price_model_for(provider=provider, model_id=model_id).family == family
+
+
 # --- the manager's price model ---------------------------------------------------------------------------------
 
 

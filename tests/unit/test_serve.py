@@ -3,6 +3,7 @@ read-only and on 127.0.0.1 unless told otherwise. (tests/browser/ drives it from
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.error
@@ -102,6 +103,16 @@ def test_each_session_opens_on_the_page_report_writes(three_sessions: Path, tmp_
         assert '<a href="/">All sessions</a>' in page
         status, odd, _ = get(base + "/session/" + quote("weekly <sync> & notes", safe=""))
         assert status == 200 and "weekly &lt;sync&gt; &amp; notes" in odd
+
+
+def test_the_pages_and_json_name_the_database_never_the_servers_directory(three_sessions: Path) -> None:
+    directory = str(three_sessions.parent)
+    with serving(str(three_sessions)) as base:
+        for path in ("/", "/sessions", "/session/ops-review", "/sessions/ops-review"):
+            status, body, _ = get(base + path)
+            assert status == 200 and directory not in body, path
+        _, listing, _ = get(base + "/sessions")
+        assert json.loads(listing)["source"] == three_sessions.name
 
 
 def test_unknown_pages_are_404_and_writes_are_refused(three_sessions: Path) -> None:

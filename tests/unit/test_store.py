@@ -409,3 +409,28 @@ def test_stored_ids_of_a_workflow_session_hold_the_workflow_and_step_runs() -> N
         session_id="w", runs=[WorkflowRunOutput(run_id="workflow-run", step_executor_runs=[step, member])]
     )
     assert stored_ids_of(session) == {"workflow-run", "step-run", "member-run", "team-run", said.id}
+
+
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+            max_leaves=8,
+        ),
+    ),
+    st.one_of(st.none(), st.integers(), st.text(max_size=6), st.floats(allow_nan=True)),
+)
+def test_any_stored_value_reads_as_a_row_or_is_skipped_and_named(ids: object, count: object) -> None:
+    from agno_compression._stores._base import BadRows, checked
+
+    bad = BadRows()
+    row = checked({"id": 3, "folded_ids": ids, "tokens_before": count, "summary": "s"}, "sess", bad)
+    if row is None:
+        (note,) = bad.notes("sess")
+        assert note.startswith("record 3: ") and ("folded_ids" in note or "tokens_before" in note)
+    else:
+        assert all(isinstance(i, str) for i in row["folded_ids"])
+        assert row["tokens_before"] is None or isinstance(row["tokens_before"], int)
+        assert bad.notes("sess") == []

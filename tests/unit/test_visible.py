@@ -16,9 +16,11 @@ from agno_compression._visible import data_text, html_text, json_text, visible, 
 from tests.strategies import HOSTILE_TEXT, examples
 
 ACTED_ON = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+    r"\u00ad\u034f\u115f\u1160\u180e\u200b\u200c\u2060-\u2064\u3164\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
-"""What a terminal or a reader would act on: C0 but newline and tab, DEL, C1, separators, bidi controls, surrogates."""
+"""What a terminal or a reader would act on, or could not see: C0 but newline and tab, DEL, C1, separators, bidi
+controls, surrogates, zero-width and filler characters, the BOM, tag characters and supplementary selectors."""
 
 
 def test_controls_and_bidi_become_visible_marks() -> None:
@@ -30,6 +32,9 @@ def test_controls_and_bidi_become_visible_marks() -> None:
     assert visible("windows\r\nline end, cr\rhere") == "windows\nline end, cr\\x0dhere"
     assert visible_line("one\nline\t") == "one\\x0aline\\x09"
     assert visible("Optional[bool] = None") == "Optional[bool] = None", "brackets are text, left alone"
+    assert visible("a\u200bb\ufeffc\u3164d") == "a<U+200B>b<U+FEFF>c<U+3164>d", "invisible characters are shown"
+    assert visible_line("tag\U000e0041") == "tag<U+E0041>"
+    assert json_text("tag\U000e0041") == '"tag\\udb40\\udc41"', "outside the BMP: a surrogate pair escape"
 
 
 @settings(max_examples=examples(300), deadline=None)
