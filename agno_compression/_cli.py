@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,6 +84,13 @@ def _is_db(spec: str) -> bool:
     return path.is_file() and _is_sqlite(path)
 
 
+def _db_files(directory: Path) -> list[Path]:
+    """The SQLite databases under ``directory`` (recursively, sorted): files of a SQLite suffix that are SQLite."""
+    return sorted(
+        p for p in directory.rglob("*") if p.suffix.lower() in SQLITE_SUFFIXES and p.is_file() and _is_sqlite(p)
+    )
+
+
 def _from_db(spec: str) -> list[Trajectory]:
     """Every session of an agno database as a recorded conversation (its full original messages)."""
     from ._sessions import full_messages
@@ -115,6 +123,9 @@ def _load(paths: list[str]) -> list[Trajectory]:
                 found += [(str(file), t) for t in load_trajectories(file)]
         except ConfigError as exc:
             raise fail(str(exc)) from exc
+        for file in _db_files(path) if path.is_dir() else []:  # a folder of agno databases, as a folder of recordings
+            with reading(str(file)):
+                found += [(str(file), t) for t in _from_db(str(file))]
     if not found:
         raise fail("no recorded conversation found in " + ", ".join(paths))
     names: dict[str, set[str]] = {}
@@ -333,15 +344,19 @@ BudgetLine = Annotated[
 def report_command(
     db: DbOption,
     session: Annotated[str, typer.Option("--session", help="The session to show.")],
-    out: Annotated[Path, typer.Option("--out", help="The page to write: one self-contained .html file.")] = Path(
-        "compression-report.html"
-    ),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="The page to write: one self-contained .html file (default: beside the database file)."
+        ),
+    ] = None,
     budget: BudgetLine = None,
     schema: SchemaOption = None,
 ) -> None:
     """Write a session's page: prompt size per model call, each fold where it happened, what it folded and why."""
     from .viewer._report import report_page
 
+    out = out if out is not None else _report_path(db, session)
     _output_file("--out", out)  # a directory is named as one, whatever its name ends in
     if out.suffix.lower() not in (".html", ".htm"):
         raise fail(f"--out must end in .html (the report is one self-contained page), got {out.name!r}")
@@ -355,6 +370,15 @@ def report_command(
     except OSError as exc:
         raise fail(f"--out {str(out)!r}: cannot write ({exc.strerror or exc})") from exc
     typer.echo(f"wrote {visible_line(out)}")
+
+
+def _report_path(db: str, session: str) -> Path:
+    """``<database>-<session>.html`` beside a database file; ``compression-report.html`` here for a server URL."""
+    if "://" in db and not db.startswith("sqlite"):
+        return Path("compression-report.html")
+    path = Path(db.split(":///", 1)[1] if db.startswith("sqlite") else db)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", session).strip("._")[:60] or "session"
+    return path.with_name(f"{path.stem}-{slug}.html")
 
 
 @app.command("serve")

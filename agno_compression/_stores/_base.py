@@ -62,7 +62,7 @@ class SessionCompression:
     """Id of the newest row."""
     tokens_saved: int = 0
     """Sum over the rows of prompt tokens before minus after the fold."""
-    run_ids: frozenset[str] = frozenset()
+    run_ids: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The runs with a row, counted or not (a run that runs again under its id finds its earlier attempt's)."""
 
 

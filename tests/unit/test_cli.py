@@ -156,6 +156,28 @@ def test_report_writes_one_self_contained_page(session_db: Path, tmp_path: Path)
     assert "budget 2,500" in page, "the budget line comes from the fold records, without --budget"
 
 
+def test_eval_takes_a_folder_of_agno_databases_as_a_folder_of_recordings(session_db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "out"
+    (folder / "more").mkdir(parents=True)
+    shutil.copy(session_db, folder / "first.db")
+    shutil.copy(session_db, folder / "more" / "second.db")
+    result = runner.invoke(app, ["eval", str(folder), "-b", "4000", "--json"])
+    assert result.exit_code == 0, result.output
+    inputs = {r["input"] for r in json.loads(result.stdout)["rows"] if r["input"] != "TOTAL"}
+    assert any("first" in i for i in inputs) and any("second" in i for i in inputs), inputs
+
+
+def test_report_without_out_writes_beside_the_database(session_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = session_db.parent / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # nothing lands in the folder the command runs from
+    result = runner.invoke(app, ["report", "--db", str(session_db), "--session", "s1"])
+    assert result.exit_code == 0, result.output
+    assert (session_db.parent / f"{session_db.stem}-s1.html").is_file() and not any(elsewhere.iterdir())
+
+
 def test_commands_work_on_postgresql_urls(postgres_db: DbTarget, tmp_path: Path) -> None:
 
     _fill(postgres_db.open(), "pg-s", runs=1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,19 @@ def test_readme_is_at_most_12_kib() -> None:
 def test_readme_starts_with_the_two_setup_commands() -> None:
     assert README.read_text(encoding="utf-8").startswith(SETUP)
     assert (ROOT / "cookbook" / "long_tool_loop.py").is_file()  # the demo the first command runs
+
+
+def test_the_quickstart_runs_offline_as_printed(tmp_path: Path) -> None:
+    """Every Python block of the README, in order, pasted into one file and run in an empty folder: the offline
+    quickstart folds, and the real-model variant builds (it makes no call)."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2, "the quickstart and its real-model variant"
+    script = tmp_path / "quickstart.py"
+    script.write_text("\n\n".join(blocks), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folds = int(done.stdout.split(" folds", 1)[0].split()[-1])
+    assert folds >= 1 and done.stdout.count("extractive ") == folds, done.stdout
 
 
 @pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
