@@ -104,6 +104,17 @@ def _tiles(t: Timeline) -> str:
     )
 
 
+def _billed_note(t: Timeline) -> str:
+    """One line on why input billed stays near (or above) uncompressed while far fewer tokens were sent."""
+    if not t.cost_without or not t.without or t.cost_with / t.cost_without - t.sent / t.without < 0.25:
+        return ""
+    return (
+        '<p class="note billed-note">Input billed is not much lower although fewer tokens were sent: without '
+        "compression the prompt cache already bills most of each prompt at its read rate, and each fold writes its "
+        "rewritten part to the cache again. A short run gains little; a long one gains with every later call.</p>"
+    )
+
+
 def _legend(t: Timeline) -> str:
     reasons = {f.reason for f in t.folds}
     keys = [
@@ -374,6 +385,7 @@ def session_page(
         f'<p class="meta">{e(t.owner)} · {e(source)} · generated {generated}</p></header>',
         _skipped(skipped),
         _tiles(t),
+        _billed_note(t),
         f'<section class="card" aria-label="Prompt size per model call"><h2>Prompt tokens per model call</h2>'
         f"{_legend(t)}{charts or '<p class=muted>No model call stored.</p>'}</section>",
     ]

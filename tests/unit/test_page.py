@@ -210,3 +210,14 @@ def test_hostile_text_on_a_page_is_shown_as_text(text: str, session_id: str, own
         _no_raw_control(part)
     shown = visible_text(parts[2])
     assert " ".join(visible(session_id).split()) in shown and " ".join(visible(owner).split()) in shown
+
+
+def test_a_line_says_why_billed_input_stays_near_uncompressed_when_far_fewer_tokens_were_sent() -> None:
+    from types import SimpleNamespace
+
+    from agno_compression.viewer._page import _billed_note
+
+    short = SimpleNamespace(cost_with=9_500, cost_without=10_000, sent=3_100, without=10_000)
+    assert "already bills most of each prompt at its read rate" in _billed_note(short)  # type: ignore[arg-type]
+    long = SimpleNamespace(cost_with=3_600, cost_without=10_000, sent=2_700, without=10_000)
+    assert _billed_note(long) == ""  # type: ignore[arg-type]
