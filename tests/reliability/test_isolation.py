@@ -56,3 +56,42 @@ def test_a_failing_bookkeeping_step_leaves_the_stored_run_as_without_it(
     said = [r.getMessage() for r in caplog.records if "failed (ValueError)" in r.getMessage()]
     assert len(said) == 1, said
     assert not [r for r in caplog.records if SECRET in r.getMessage()], "a log line quoted session text"
+
+
+def _table_ready(path: Path) -> None:
+    from agno_compression import SQLAlchemyStore
+
+    SQLAlchemyStore.from_url(f"sqlite:///{path}").ensure_table()
+
+
+@pytest.mark.parametrize("fault", ["read-only", "locked"])
+def test_a_read_only_or_locked_store_leaves_the_stored_run_as_without_it(tmp_path: Path, fault: str) -> None:
+    """The records in a database of their own that cannot be written (opened read-only) or is locked by another
+    writer for two seconds: the run's stored messages are those of a run without the fault; a locked store's
+    records are all written once the lock goes."""
+    import sqlite3
+    import threading
+
+    from agno_compression import SQLAlchemyStore
+
+    clean = build(db=SqliteDb(db_file=str(tmp_path / "clean.db")), steps=12)
+    clean.run(TASK)
+    records = tmp_path / "records.db"
+    _table_ready(records)
+    if fault == "read-only":
+        store = SQLAlchemyStore.from_url(f"sqlite:///file:{records}?mode=ro&uri=true")
+    else:
+        store = SQLAlchemyStore.from_url(f"sqlite:///{records}")
+        holder = sqlite3.connect(records, check_same_thread=False)
+        holder.execute("BEGIN EXCLUSIVE")
+        threading.Timer(2.0, holder.rollback).start()
+    faulty = build(db=SqliteDb(db_file=str(tmp_path / "faulty.db")), steps=12, store=store, store_cooldown=0)
+    out = faulty.run(TASK)
+    faulty.manager.flush_records()
+    assert str(out.content).endswith("all chunks read.")
+    assert _stored(faulty.agent.db) == _stored(clean.agent.db), "the stored run differs from a run without the fault"
+    m = faulty.manager.stats
+    if fault == "read-only":
+        assert m["record_failures"] >= 1 and m["records_written"] == 0
+    else:
+        assert m["records_written"] == m["folds"] >= 1 and m["record_failures"] == 0, m
