@@ -108,6 +108,7 @@ def test_a_killed_runs_folds_count_only_if_its_messages_were_stored(crash_db: Db
         assert e.summary not in [m.content for m in first]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checkpoint", ["runs", "tool-batch"])
 def test_a_run_that_runs_again_under_its_id_keeps_the_records_of_the_attempt_that_ends(
     crash_db: DbTarget, checkpoint: str
