@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from ._messages import one_line
+
 
 class Left(Protocol):
     """What the line names of an artifact left out (``_working_set.Artifact`` is one)."""
@@ -34,7 +36,6 @@ def recall_line(left: Sequence[Left], room: int, count: Callable[[str], int]) ->
     return ""
 
 
-def _bounded(text: str, limit: int = 120) -> str:
-    """``text`` on one line without backticks, at most ``limit`` characters: a name quoted as data."""
-    flat = " ".join(text.replace("`", "'").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _bounded(text: str) -> str:
+    """``text`` on one line without backticks, at most 120 characters: a name quoted as data."""
+    return one_line(text.replace("`", "'"), 120)

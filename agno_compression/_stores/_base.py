@@ -195,11 +195,10 @@ class BadRows:
             if record_id in notes:
                 return
             notes[record_id] = problem
-        shown = session_id if len(session_id) <= 80 else session_id[:79] + "…"
         log.warning(
-            "agno-compression: skipped fold record %s of session %r: %s (the session's other records still count)",
+            "agno-compression: skipped fold record %s of session %s: %s (the session's other records still count)",
             record_id,
-            shown,
+            sid(session_id),
             problem,
         )
 
