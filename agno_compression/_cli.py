@@ -138,13 +138,14 @@ def _load(paths: list[str]) -> list[Trajectory]:
 
 
 def _console(need: int = 0) -> Console:
-    """Stdout's console: the terminal's width; piped, ``COLUMNS`` or wide enough for ``need`` columns. Strings
-    printed are never markup, emoji codes or highlighted: what session text reaches it is a ``Text`` already."""
+    """Stdout's console: the terminal's width; piped, ``COLUMNS`` when it is a positive number (at ``0`` rich would
+    print nothing), else 160 or wide enough for ``need`` columns. Strings printed are never markup, emoji codes or
+    highlighted: what session text reaches it is a ``Text`` already."""
     plain: dict[str, Any] = {"markup": False, "emoji": False, "highlight": False}
     if Console().is_terminal:
         return Console(**plain)
     columns = os.environ.get("COLUMNS", "")
-    return Console(width=int(columns) if columns.isdigit() else max(160, need), **plain)
+    return Console(width=int(columns) if columns.isdigit() and int(columns) > 0 else max(160, need), **plain)
 
 
 def _check_budget(values: list[int] | None) -> None:
@@ -243,6 +244,13 @@ def inspect_command(
     schema: SchemaOption = None,
     ids: Annotated[bool, typer.Option("--ids", help="List the folded message ids of each fold.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Print whole summaries, not their first lines.")] = False,
+    members: Annotated[
+        bool,
+        typer.Option(
+            "--members",
+            help="Show a team's member runs, each under its leader's run (default: one line about them there).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """List a database's sessions (newest first), or one session's timeline of model calls and folds."""
@@ -253,7 +261,7 @@ def inspect_command(
         if session is None:
             _list_sessions(db, handle, as_json=as_json)
         else:
-            _timeline(db, handle, session, ids=ids, full=full, as_json=as_json)
+            _timeline(db, handle, session, ids=ids, full=full, members=members, as_json=as_json)
 
 
 def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
@@ -270,8 +278,8 @@ def _list_sessions(db: str, handle: object, *, as_json: bool) -> None:
         console.print(part)
 
 
-def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, as_json: bool) -> None:
-    from ._inspect import run_view
+def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, members: bool, as_json: bool) -> None:
+    from ._inspect import session_view
     from .viewer._report import session_json
 
     data = session_json(handle, session, db)
@@ -280,9 +288,29 @@ def _timeline(db: str, handle: object, session: str, *, ids: bool, full: bool, a
         return
     console = _console()
     _note_skipped(data["skipped_records"])
-    for run in data["runs"]:
-        for part in run_view(run, console.width, ids=ids, full=full):
-            console.print(part)
+    names = _member_names(handle, session, db, data["runs"])
+    for part in session_view(data["runs"], console.width, ids=ids, full=full, members=members, names=names):
+        console.print(part)
+
+
+def _member_names(handle: object, session: str, db: str, runs: list[dict[str, Any]]) -> dict[str, str]:
+    """The member's name of each member run (by run id), when the session has member runs: agno's ``agent_name``
+    (``team_name`` for a member team), else its id."""
+    if not {r["member_of"] for r in runs} & {r["run_id"] for r in runs}:
+        return {}
+    from ._sessions import session_runs
+
+    return {
+        str(r.run_id): str(
+            getattr(r, "agent_name", None)
+            or getattr(r, "team_name", None)
+            or getattr(r, "agent_id", None)
+            or getattr(r, "team_id", None)
+            or ""
+        )
+        for r in session_runs(_session(handle, session, db))
+        if getattr(r, "parent_run_id", None)
+    }
 
 
 def _note_skipped(notes: list[str]) -> None:

@@ -1,20 +1,24 @@
-"""The ``eval`` table: a few columns that fit a 100-column terminal by default, every column with ``--wide``,
-and input labels short enough for the narrow layout yet never the same for two inputs."""
+"""The ``eval`` table: a few columns that fit the terminal (80 columns and up) by default, every column with
+``--wide``; input labels (``_labels``) take the cells the numbers leave, never the same for two inputs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from rich import box
+from rich.cells import cell_len
+from rich.console import Console, JustifyMethod
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from .._visible import data_text, visible_line
+from ._labels import distinct_labels
 from ._scoring import EvalRow
 
-LABEL_WIDTH = 24
-"""How wide ``distinct_labels`` makes a label unless told."""
-_SEPARATORS = "_-/#.: "
+LABEL_MIN = 12
+"""The fewest cells an input's label gets, however narrow the terminal."""
 
 
 def _ratio(value: float | None) -> str:
@@ -63,64 +67,12 @@ WIDE: tuple[Column, ...] = (
 """Every column (``--wide``)."""
 
 
-def _common_start(texts: Sequence[str]) -> str:
-    """The longest start every one of ``texts`` shares, character by character."""
-    first, last = min(texts), max(texts)
-    n = next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), min(len(first), len(last)))
-    return first[:n]
-
-
-def _trim_common(names: list[str]) -> list[str]:
-    """``names`` without the start and end they all share (cut at a separator, never inside a word)."""
-    if len(names) < 2:
-        return names
-    prefix = _common_start(names)
-    start = max((prefix.rfind(c) for c in _SEPARATORS), default=-1) + 1 if prefix not in names else 0
-    suffix = _common_start([n[::-1] for n in names])[::-1]
-    end = max((suffix[::-1].rfind(c) for c in _SEPARATORS), default=-1) + 1 if suffix not in names else 0
-    trimmed = [n[start : len(n) - end] for n in names]
-    return trimmed if all(trimmed) and len(set(trimmed)) == len(names) else names
-
-
-def _window(text: str, at: int, width: int) -> str:
-    """``width`` characters of ``text`` from just before position ``at``, with an ellipsis where it was cut."""
-    if len(text) <= width:
-        return text
-    inner = width - 2
-    start = max(0, min(at - 3, len(text) - inner))  # a few characters before ``at``, then what differs
-    if start == 0:
-        return text[: width - 1] + "…"
-    if start + inner >= len(text):
-        return "…" + text[len(text) - width + 1 :]
-    return "…" + text[start : start + inner] + "…"
-
-
-def distinct_labels(names: Sequence[str], width: int = LABEL_WIDTH) -> dict[str, str]:
-    """A label of at most ``width`` characters for each name; two different names never share one."""
-    unique = list(dict.fromkeys(names))
-    core = dict(zip(unique, _trim_common(unique), strict=True))
-    labels = {n: _window(core[n], len(core[n]), width) for n in unique}  # the end: usually the distinct part
-    by_label: dict[str, list[str]] = {}
-    for n in unique:
-        by_label.setdefault(labels[n], []).append(n)
-    for group in (g for g in by_label.values() if len(g) > 1):
-        for n in group:
-            others = [core[o] for o in group if o != n]
-            differ = min(len(_common_start([core[n], o])) for o in others)
-            labels[n] = _window(core[n], differ, width)
-    taken: dict[str, int] = {}
-    for n in unique:  # the last resort: number what is still the same
-        k = taken[labels[n]] = taken.get(labels[n], 0) + 1
-        if k > 1:
-            labels[n] = f"{labels[n][: width - len(str(k)) - 1]}#{k}"
-    return labels
-
-
 def eval_table(
     rows: Sequence[EvalRow], summary: Sequence[EvalRow], *, wide: bool, title: str | None, width: int = 100
-) -> Table:
-    """The table ``eval`` prints: ``NARROW`` columns and short labels fitting ``width``, or every column and whole
-    names. A setting or budget shared by every row goes into the title instead of a column."""
+) -> Padding:
+    """The table ``eval`` prints, a blank line under it: ``NARROW`` columns and labels (``distinct_labels``) fitting
+    ``width``, or every column and whole names. A setting or budget shared by every row goes into the title instead
+    of a column."""
     columns = list(WIDE if wide else NARROW)
     settings, budgets = {r.setting for r in rows}, {r.budget for r in rows}
     notes = []
@@ -134,24 +86,42 @@ def eval_table(
         columns.insert(0, ("setting", lambda r: r.setting))
     title = " · ".join(t for t in [title, *notes] if t) or None
 
-    def build(labels: dict[str, str]) -> Table:
+    values = [[cell(r) for r in [*rows, *summary]] for _, cell in columns]
+
+    def build(labels: dict[str, str], *, label_width: int | None = None, tight: bool = False) -> Table:
+        """The table; ``tight``: each number column as wide as its widest value or its header on two lines."""
         # an input's name comes from a file or a session id: shown as data, never as markup
         shown_title = data_text(title, line=True) if title else None
-        table = Table(title=shown_title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        table.add_column("input", no_wrap=True)
-        for name, _ in columns:
-            table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
-        for r in [*rows, *summary]:
-            table.add_row(data_text(labels.get(r.input, r.input), line=True), *(Text(cell(r)) for _, cell in columns))
+        table = Table(title=shown_title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+        table.add_column("input", no_wrap=True, overflow="ellipsis", max_width=label_width)
+        for (name, _), cells in zip(columns, values, strict=True):
+            fixed = max([_two_lines(name), *map(cell_len, cells)]) if tight else None
+            justify: JustifyMethod = "left" if name == "setting" else "right"
+            table.add_column(name, justify=justify, no_wrap=not tight, width=fixed)
+        for r, *cells in zip([*rows, *summary], *values, strict=True):
+            table.add_row(data_text(labels.get(r.input, r.input), line=True), *map(Text, cells))
         return table
 
     if wide:
-        return build({})
-    from rich.console import Console
-
-    console = Console(width=10_000)
-    rest = build({r.input: "" for r in rows}).__rich_measure__(console, console.options).maximum
-    label_width = max(12, min(40, width - rest))
+        return Padding(build({}), (0, 0, 1, 0), expand=False)
     shown = {r.input: visible_line(r.input) for r in rows}  # labels are made to fit as the terminal shows them
+    longest = max(cell_len(s) for s in shown.values())
+    blank = {r.input: "" for r in [*rows, *summary]}
+    room = width - _rest(build(blank))  # the cells left for labels with one-line headers
+    tight = room < longest  # short of room: headers wrap between words, for the labels' sake
+    label_width = max(LABEL_MIN, (width - _rest(build(blank, tight=True))) if tight else room)
     labels = distinct_labels(list(shown.values()), label_width)
-    return build({name: labels[text] for name, text in shown.items()})
+    table = build({name: labels[text] for name, text in shown.items()}, label_width=label_width, tight=tight)
+    return Padding(table, (0, 0, 1, 0), expand=False)
+
+
+def _rest(table: Table) -> int:
+    """How many cells ``table`` takes besides its labels (its first column, all blank, is as wide as its header)."""
+    console = Console(width=10_000)
+    return Measurement.get(console, console.options, table).maximum - cell_len(str(table.columns[0].header))
+
+
+def _two_lines(header: str) -> int:
+    """The fewest cells ``header`` takes on at most two lines, broken between words (``peak none`` / ``→ ours``)."""
+    words = header.split()
+    return min(max(cell_len(" ".join(words[:i])), cell_len(" ".join(words[i:]))) for i in range(1, len(words) + 1))

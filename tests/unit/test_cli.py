@@ -398,3 +398,92 @@ def test_help_shows_no_type_after_a_flag() -> None:
         assert "<bool>" not in shown.stdout, f"{command}: {shown.stdout}"
     inspect_help = runner.invoke(app, ["inspect", "--help"], env={"COLUMNS": "120"}).stdout
     assert re.search(r"--full\s+Print whole summaries", inspect_help), inspect_help
+
+
+# --- a team session: member runs under the leader's run ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def team_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real Team session: the leader delegates three tasks to a Tester, whose runs fold, and one to a Writer."""
+    from agno.team import Team
+
+    from agno_compression.testing import current_user, log_chunk
+
+    reads = [0]
+
+    def run_tests(module: str) -> str:
+        """Run the test suite of one module."""
+        reads[0] += 1
+        return log_chunk(len(module), reads[0], tag=module)
+
+    calls: dict[str, int] = {}  # per task: a fold takes the run's earlier tool results out of its messages
+
+    def tester(messages: list, info: object) -> Reply:
+        task = current_user(messages)
+        done = calls[task] = calls.get(task, -1) + 1
+        if done < 6:
+            return Reply(text="running", tool_calls=[ToolCall("run_tests", {"module": f"m{done}"})])
+        return Reply(text=f"all passed: {task}")
+
+    def leader(messages: list, info: Any) -> Reply:
+        tasks = [("tester", "unit"), ("writer", "notes"), ("tester", "api"), ("tester", "cli")]
+        if info.call_index < len(tasks):
+            member, task = tasks[info.call_index]
+            call = ToolCall("delegate_task_to_member", {"member_id": member, "task": f"Do the {task} work."})
+            return Reply(text=f"Delegating {task}.", tool_calls=[call])
+        return Reply(text="Everything is done.")
+
+    path = tmp_path_factory.mktemp("team") / "team.db"
+    db = SqliteDb(db_file=str(path))
+    members = [
+        Agent(
+            name="Tester", id="tester", model=ScriptedModel(script=tester), tools=[run_tests], db=db, telemetry=False
+        ),
+        Agent(name="Writer", id="writer", model=ScriptedModel(script=lambda m, i: Reply(text="ok")), telemetry=False),
+    ]
+    team = Team(
+        name="Lead", model=ScriptedModel(script=leader), members=members, db=db, session_id="t", telemetry=False
+    )
+    manager = CompressionManager(compress_at_tokens=2_000)
+    manager.attach(team).run("Do every task.")
+    manager.flush_records()
+    db.db_engine.dispose()
+    return path
+
+
+def test_inspect_groups_member_runs_under_the_leaders_run(team_db: Path) -> None:
+    db = ["inspect", "--db", str(team_db), "--session", "t"]
+    runs = json.loads(runner.invoke(app, [*db, "--json"]).stdout)["runs"]
+    leaders = [r for r in runs if r["member_of"] is None]
+    assert len(runs) == 5 and len(leaders) == 1, "--json keeps every run"
+    lead = leaders[0]["run_id"]
+    members = [r for r in runs if r is not leaders[0]]
+    assert all(r["member_of"] == lead for r in members), "each member run names its leader's run (parent_run_id)"
+    folds = [f for r in members for f in r["folds"]]
+    saved = sum(max(0, f["tokens_before"] - f["tokens_after"]) for f in folds)
+    assert folds and saved > 0, "the Tester's runs fold"
+
+    collapsed = runner.invoke(app, db, env={"COLUMNS": "200"})
+    assert collapsed.exit_code == 0, collapsed.output
+    heads = [line for line in collapsed.stdout.splitlines() if re.match(r"\s*run ", line)]
+    assert heads == [heads[0]] and lead in heads[0], f"only the leader's run, not its members':\n{collapsed.stdout}"
+    summary = f"members: 4 runs · {len(folds)} folds · {saved:,} tokens saved · Tester: 3 runs, {len(folds)} folds"
+    assert summary in collapsed.stdout and "Writer: 1 run" in collapsed.stdout and "--members" in collapsed.stdout
+    assert not any(r["run_id"] in collapsed.stdout for r in members)
+
+    expanded = runner.invoke(app, [*db, "--members"], env={"COLUMNS": "80"}).stdout
+    lines = expanded.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"run {lead}"))
+    for r in members:
+        (at,) = [i for i, line in enumerate(lines) if r["run_id"] in line]
+        assert at > start and lines[at].startswith(f"    run {r['run_id']} · completed · member run of "), lines[at]
+    member_folds = [line for line in lines if line.startswith("    fold ")]
+    assert len(member_folds) == len(folds) and "--members" not in expanded, expanded
+
+
+def test_a_zero_columns_setting_gives_the_usual_width(session_db: Path) -> None:
+    for command in (["inspect", "--db", str(session_db)], ["inspect", "--db", str(session_db), "--session", "s1"]):
+        zero = runner.invoke(app, command, env={"COLUMNS": "0"})
+        assert zero.exit_code == 0 and zero.stdout == runner.invoke(app, command, env={"COLUMNS": ""}).stdout
+        assert "s1" in zero.stdout or "run " in zero.stdout

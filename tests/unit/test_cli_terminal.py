@@ -74,13 +74,62 @@ def test_eval_fits_100_columns_with_a_distinct_label_for_each_input(tmp_path: Pa
     shown = in_terminal(["eval", str(tmp_path), "-b", "4000", "-s", "extractive", "-s", "mask"], 100)
     printed = shown[shown.index("conversations replayed") :].splitlines()  # after the progress bar
     assert all(len(line) <= 100 for line in printed)
-    table = shown[shown.index(" input ") : shown.index("TOTAL")].splitlines()
-    rows = [line for line in table[2:] if line.strip()]
+    rows = _table_rows(shown)
     assert len(rows) == 8
     cells = [re.split(r"\s{2,}", line.strip()) for line in rows]
     assert all("…" not in cell for row in cells for cell in row[1:]), f"a number or setting is cut:\n{shown}"
     labels = {(row[0], row[1]) for row in cells}
     assert len(labels) == 8, f"two inputs share a label:\n{shown}"
+
+
+def _table_rows(shown: str) -> list[str]:
+    """The eval table's rows as a terminal shows them: after the header (one or two lines) and its rule."""
+    lines = shown[: shown.index("TOTAL")].splitlines()
+    rule = max(i for i, line in enumerate(lines) if line.strip() and set(line.strip()) == {"─"})
+    return [line for line in lines[rule + 1 :] if line.strip()]
+
+
+KINDS = ("deploy", "release", "rollback")
+"""What tells apart the databases of ``review_dbs``: the rest of their names is the same."""
+
+
+@pytest.fixture(scope="module")
+def review_dbs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of agno databases as a team keeps them: long names alike but for one word, each with two sessions
+    under agno's own ids and one named alike in every database."""
+    from agno.agent import Agent
+
+    folder = tmp_path_factory.mktemp("reviews")
+    for kind in KINDS:
+        db = SqliteDb(db_file=str(folder / f"support-agent-2024-06-{kind}-review.db"))
+        for session_id in (None, None, f"ops-review-2024-06-{len(kind):02d}-night-shift"):
+            agent = Agent(model=ScriptedModel(script=lambda m, i: Reply(text="ok")), db=db, telemetry=False)
+            agent.run(f"review {kind}", session_id=session_id)
+        db.db_engine.dispose()
+    return folder
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120])
+def test_eval_labels_a_folder_of_databases_by_file_then_session(review_dbs: Path, columns: int) -> None:
+    args = ["eval", str(review_dbs), "--all", "-b", "4000"]
+    inputs = [r["input"] for r in json.loads(runner.invoke(app, [*args, "--json"]).stdout)["rows"]]
+    assert len(inputs) == 9 and len(set(inputs)) == 9
+    shown = in_terminal(args, columns)
+    printed = shown[shown.index("conversations replayed") :].splitlines()  # after the progress bar
+    assert all(len(line) <= columns for line in printed), f"wider than {columns}:\n{shown}"
+    labels = [line.split("  ")[0] for line in _table_rows(shown)][:9]  # the rows, in the order of the JSON's
+    assert len(set(labels)) == 9, f"two inputs share a label:\n{shown}"
+    for name, label in zip(inputs, labels, strict=True):
+        kind = next(k for k in KINDS if f"-{k}-" in name)
+        assert f"{kind}-review#" in label, f"{label!r} does not say which database {name!r} is:\n{shown}"
+        assert _cut_from(label, Path(name).name), f"{label!r} is not {name!r} shortened:\n{shown}"
+        assert label.split("#", 1)[1].strip("…"), f"{label!r} shows nothing of the session of {name!r}"
+
+
+def _cut_from(label: str, name: str) -> bool:
+    """Whether ``label`` is ``name`` with parts of it left out where it shows an ellipsis (and only there)."""
+    pattern = ".+".join(re.escape(piece) for piece in label.split("…"))
+    return re.fullmatch(pattern, name) is not None
 
 
 def test_eval_wide_and_json_have_every_column(tmp_path: Path) -> None:
@@ -254,3 +303,23 @@ def test_inspect_in_a_real_terminal_writes_only_its_own_colours(corpus_db: Path,
     text = SGR.sub("", shown).replace("\r\n", "\n")
     _clean(text, columns, f"a {columns}-column terminal")
     assert "[red]x[/red]" in _flat(text) and "fold 1 · before call" in text
+
+
+def test_a_team_session_at_80_columns_groups_member_runs_and_hangs_wrapped_lines(team_scenario: Scenario) -> None:
+    db, session = team_scenario.db_file, team_scenario.session_id
+    runs = json.loads(runner.invoke(app, ["inspect", "--db", db, "--session", session, "--json"]).stdout)["runs"]
+    (lead,) = [r["run_id"] for r in runs if r["member_of"] is None]
+    members = [r for r in runs if r["member_of"] == lead]
+    assert len(members) == 10 == len(runs) - 1
+    shown = in_terminal(["inspect", "--db", db, "--session", session], 80)
+    lines = shown.splitlines()
+    heads = [line for line in lines if line.lstrip().startswith("run ")]
+    assert len(heads) == 1 and lead in heads[0], "a dozen member runs are one line, not a dozen headers"
+    assert "members: 10 runs · 0 folds · 0 tokens saved · Tester: 10 runs" in " ".join(shown.split())
+    for i, line in enumerate(lines):  # a wrapped line starts under its field's text, never at column 0
+        assert line.startswith(("run ", "fold ", " ")) or not line.strip(), f"line {i} at column 0: {line!r}"
+        if line.startswith("fold ") and not lines[i + 1].startswith("  [Progress so far"):  # the head wrapped
+            assert re.match(" " * len(line.split("·")[0] + "· ") + r"\S", lines[i + 1]), lines[i : i + 2]
+    assert all(len(line) <= 80 for line in lines)
+    expanded = in_terminal(["inspect", "--db", db, "--session", session, "--members"], 80)
+    assert all(f"    run {r['run_id']} · completed · member run of Tester" in expanded for r in members)

@@ -148,3 +148,48 @@ def test_hostile_text_is_shown_as_text_within_the_width(
         rows = [line.split("│")[-2] for line in timeline.splitlines() if line.count("│") > 2]  # the summary cells
         shown = "".join(rows) if rows else timeline
         assert "".join(visible(summary).split()) in "".join(shown.split())
+
+
+def _field(lines: list[str], start: str, text: str) -> list[str]:
+    """The lines the field that begins with ``start`` takes: from that line until its words are all shown."""
+    at = next(i for i, line in enumerate(lines) if line.startswith(start))
+    want, got = len(text.split()), 0
+    for end in range(at, len(lines)):
+        got += len(lines[end].split())
+        if got >= want:
+            return lines[at : end + 1]
+    raise AssertionError(f"{text!r} is not whole after {start!r}")
+
+
+def _hangs(lines: list[str], start: str, lead: str, text: str) -> int:
+    """Every wrapped line of the field ``lead + text`` (its first line beginning ``start``) starts under its text;
+    how many wrapped lines it has."""
+    field = _field(lines, start, lead + text)
+    assert " ".join(" ".join(field).split()) == " ".join((lead + text).split()), field
+    indent = len(start) - len(start.lstrip()) + len(lead)
+    for line in field[1:]:
+        assert line.startswith(" " * indent) and line[indent] != " ", f"not under the text at {indent}:\n" + "\n".join(
+            field
+        )
+    return len(field) - 1
+
+
+def test_wrapped_lines_hang_under_their_fields_text_at_80_100_and_120_columns() -> None:
+    strategy = "mask->extractive-after-a-summarizer-timeout-with-a-long-name"
+    run = _run([_fold(1, SUMMARY, strategy)])
+    sizes = " · ".join(f"{n:,}" for n in run["prompt_tokens"])
+    head = f"before call 3 · over the budget · {strategy} · 123,456 -> 1,789 tokens · 3 messages folded"
+    bullet = SUMMARY.splitlines()[2][2:]
+    row = _row(str(uuid.UUID(int=7)), "agent " + "-".join(["log-reviewer"] * 6))
+    facts = f"{row['owner']} · 3 runs · 1,234 messages · 12 folds · 98,765 tokens saved"
+    for width in (80, 100, 120):
+        lines = render(run_view(run, width, ids=True, full=False), width).splitlines()
+        assert "┃" not in "".join(lines), "the block layout"
+        wrapped = _hangs(lines, "  prompt tokens: ", "prompt tokens: ", sizes)
+        wrapped += _hangs(lines, "fold 1 · ", "fold 1 · ", head)
+        wrapped += _hangs(lines, "  - edited:", "- ", bullet)
+        wrapped += _hangs(lines, "run ", "run ", f"{run['run_id']} · completed · 60 model calls")
+        listing = render(session_list([row], "1 session", width), width).splitlines()
+        wrapped += _hangs(listing, "  agent ", "", facts)
+        assert wrapped >= (5 if width == 80 else 3), (width, wrapped)
+        assert all(line.startswith(("run ", "fold ", "  ")) or not line.strip() for line in lines), lines
