@@ -59,11 +59,11 @@ EXAMPLES = (
 )
 
 
-def cookbook(out: Path) -> None:
-    """Run cookbook/multi_run_session.py offline into ``out``."""
+def cookbook(out: Path, example: str = "multi_run_session.py") -> None:
+    """Run the cookbook's ``example`` (the multi-run session unless told) offline into ``out``."""
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
     env["AGNO_COMPRESSION_COOKBOOK_OUT"] = str(out)
-    script = ROOT / "cookbook" / "multi_run_session.py"
+    script = ROOT / "cookbook" / example
     subprocess.run([sys.executable, str(script)], env=env, check=True, stdout=subprocess.DEVNULL, timeout=600)
 
 

@@ -1,0 +1,194 @@
+"""Every figure the README and docs quote agrees with the bench run it cites.
+
+The bench writes its results as Markdown tables (bench/RESULTS.md, bench/heldout/RESULTS.md,
+bench/families/RESULTS.md, bench/PEERS.md). Each quoted figure is computed here from the table it cites and must
+appear in the text as printed: a new bench run that moves a figure fails this test until the text is updated.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@cache
+def tables(path: str) -> list[tuple[str, list[dict[str, str]]]]:
+    """Every table of a Markdown file with the heading it sits under: (heading, rows as header -> cell)."""
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    heading, header, rows = "", None, []
+    for line in [*(ROOT / path).read_text(encoding="utf-8").splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif not set("".join(cells)) <= set("-: "):
+                rows.append(dict(zip(header, cells, strict=False)))
+            continue
+        if header is not None:
+            out.append((heading, rows))
+            header, rows = None, []
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+    return out
+
+
+def row(path: str, section: str, **match: str) -> dict[str, str]:
+    """The one row under a heading starting with ``section`` whose cells equal ``match`` (keys with ``_`` for
+    spaces)."""
+    found = [
+        r
+        for heading, rows in tables(path)
+        if heading.startswith(section)
+        for r in rows
+        if all(r.get(k.replace("_", " ")) == v for k, v in match.items())
+    ]
+    assert len(found) == 1, f"{path} / {section} / {match}: {len(found)} rows"
+    return found[0]
+
+
+def pct(cell: str) -> str:
+    return f"{round(float(cell) * 100)}%"
+
+
+def of(cell: str) -> str:
+    kept, total = cell.split("/")
+    return f"{kept} of {total}"
+
+
+def text(path: str) -> str:
+    return re.sub(r"\s+", " ", (ROOT / path).read_text(encoding="utf-8"))
+
+
+MAIN, HELD, FAMILIES = "bench/RESULTS.md", "bench/heldout/RESULTS.md", "bench/families/RESULTS.md"
+LONG = "Long sessions"
+SETTINGS = {"agno-compress": "agno `CompressionManager`", "agno-compaction": "agno `Compaction`"}
+
+
+@pytest.mark.parametrize("threshold", ["8k", "16k"])
+@pytest.mark.parametrize("setting", ["agno-compress", "agno-compaction", "extractive"])
+def test_readme_table_rows_are_the_long_sessions_results(threshold: str, setting: str) -> None:
+    r = row(MAIN, LONG, threshold=threshold, setting=setting)
+    name = SETTINGS.get(setting, "ours, `extractive` (default)")
+    kept = of(r["runs kept ≤ T"])
+    kept = f"**{kept}**" if setting == "extractive" else kept
+    cells = [
+        threshold,
+        name,
+        kept,
+        pct(r["cumulative ÷ none"]),
+        pct(r["cost cached 0.1× ÷ none"]),
+        pct(r["acted-on facts at end"]),
+        pct(r["next-step grounding"]),
+    ]
+    assert "| " + " | ".join(cells) + " |" in text("README.md")
+
+
+def test_heldout_swe_figures() -> None:
+    at = {t: row(HELD, "All recorded runs", threshold=t, setting="extractive") for t in ("8k", "16k")}
+    window = row(HELD, "All recorded runs", threshold="8k", setting="chunked-window")
+    costs = {pct(r["cost cached 0.1× ÷ none"]) for r in at.values()}
+    assert len(costs) == 1, "the README quotes one cost for 8k and 16k"
+    acted = {pct(r["acted-on facts at end"]) for r in at.values()}
+    assert len(acted) == 1
+    grounding = [pct(at[t]["next-step grounding"]) for t in ("8k", "16k")]
+    readme = text("README.md")
+    assert f"{costs.pop()} of the uncompressed cost with prompt caching (8k and 16k)" in readme
+    assert f"next-step grounding {grounding[0]} and {grounding[1]} and acted-on facts {acted.pop()}" in readme
+    assert (
+        f"without a summary ({pct(window['cost cached 0.1× ÷ none'])}), grounds {pct(window['next-step grounding'])}"
+        in readme
+    )
+
+
+def test_heldout_billing_figures() -> None:
+    def billed(section: str, threshold: str, setting: str) -> str:
+        return row(HELD, section, threshold=threshold, setting=setting)["billed ÷ baseline"]
+
+    claude = {billed("Claude (reads 0.1×", t, "ours, agno defaults") for t in ("8k", "16k")}
+    gpt5 = {billed("OpenAIChat gpt-5", t, "ours") for t in ("8k", "16k")}
+    assert len(claude) == len(gpt5) == 1, "the README quotes one figure for 8k and 16k"
+    defaults = billed("Claude (reads 0.1×", "8k", "none, agno defaults")
+    readme = text("README.md")
+    assert f"{claude.pop()} of the same runs uncompressed with the best plain caching on `Claude`" in readme
+    assert f"(agno's defaults uncompressed: {defaults}), {gpt5.pop()} on gpt-5" in readme
+    cost = text("docs/cost.md")
+    for section, label in [
+        ("Claude (reads 0.1×", "`Claude` sonnet-4-5: reads 0.1×, writes 1.25×"),
+        ("Claude, newer models", "`Claude` newer models: reads 0.05×, 512-token minimum"),
+        ("OpenAIChat gpt-5", "`OpenAIChat` gpt-5: reads 0.1×"),
+        ("OpenAIChat gpt-4o", "`OpenAIChat` gpt-4o: reads 0.5×"),
+    ]:
+        ours = "ours, agno defaults" if section.startswith("Claude (") else "ours"
+        if section.startswith("Claude, newer"):
+            ours = next(
+                r["setting"]
+                for h, rs in tables(HELD)
+                if h.startswith(section)
+                for r in rs
+                if r["setting"].startswith("ours")
+            )
+        figures = " | ".join(billed(section, t, ours) for t in ("8k", "16k"))
+        assert f"| {label} | {figures} |" in cost, label
+    assert f"is billed {defaults} of that baseline" in cost
+
+
+def test_families_figures() -> None:
+    rows = [r for h, rs in tables(FAMILIES) if h.startswith("The default") for r in rs if r["part"] == "heldout"]
+    within = {
+        b: (
+            sum(int(r["within"]) for r in rows if r["budget"] == b),
+            sum(int(r["runs"]) for r in rows if r["budget"] == b),
+        )
+        for b in ("8k", "16k", "32k")
+    }
+    grounding = [float(r["grounding (worst)"].split()[0]) for r in rows if r["budget"] == "16k"]
+    readme = text("README.md")
+    assert within["16k"][0] == within["16k"][1] and within["32k"][0] == within["32k"][1]
+    assert f"every run stays under 16k and 32k and {within['8k'][0]} of {within['8k'][1]} under 8k" in readme
+    assert f"next-step grounding {min(grounding):.2f}-{max(grounding):.2f} at 16k" in readme
+
+
+def test_short_runs_figures() -> None:
+    r = row(MAIN, "All recorded runs", threshold="8k", setting="extractive")
+    builtins = [
+        of(row(MAIN, "All recorded runs", threshold="8k", setting=s)["runs kept ≤ T"]).split()[0] for s in SETTINGS
+    ]
+    readme = text("README.md")
+    assert (
+        f"keeps {of(r['runs kept ≤ T'])} runs under the budget (agno's built-ins {builtins[0]} and {builtins[1]})"
+        in readme
+    )
+    assert f"at {pct(r['cumulative ÷ none'])} of the uncompressed prompt tokens" in readme
+    assert f"{r['peak tokens']} tokens, which are never folded" in readme
+
+
+def test_overhead_figures() -> None:
+    rows = [r for h, rs in tables(MAIN) if h.startswith(LONG) for r in rs if r["setting"] == "extractive"]
+    median = [float(r["machinery ms/call median (mean)"].split()[0]) for r in rows]
+    mean = [float(r["machinery ms/call median (mean)"].split("(")[1].rstrip(")")) for r in rows]
+    loads = [
+        row(MAIN, "Session load", db_object=o)["ratio"].rstrip("x")
+        for o in ("new SqliteDb per load (cold)", "one SqliteDb, agno's run cache warm")
+    ]
+    readme = text("README.md")
+    assert (
+        f"median {min(median):.1f}-{max(median):.1f} ms and a mean {min(mean):.1f}-{max(mean):.1f} ms per model call"
+        in readme
+    )
+    assert f"takes {loads[0]}× (cold) and {loads[1]}× (warm)" in readme
+
+
+def test_peer_figures() -> None:
+    """Quoted from the same run as the table above them (bench/RESULTS.md holds the peers' rows too)."""
+    ours = row(MAIN, LONG, threshold="8k", setting="extractive")
+    peer = row(MAIN, LONG, threshold="8k", setting="openhands-llm-summarizing")
+    cost, facts, grounding = "cost cached 0.1× ÷ none", "acted-on facts at end", "next-step grounding"
+    readme = text("README.md")
+    assert f"({pct(peer[cost])} against our {pct(ours[cost])})" in readme
+    assert f"keeps {pct(peer[facts])} of the acted-on facts against our {pct(ours[facts])}" in readme
+    assert f"grounds {pct(peer[grounding])} against our {pct(ours[grounding])}" in readme
