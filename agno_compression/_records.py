@@ -29,6 +29,20 @@ from ._stores import CompressionRecord, CompressionStore, SessionDataStore, load
 log = logging.getLogger("agno_compression")
 
 
+FROM_EVENT = (
+    "summary",
+    "strategy",
+    "tokens_before",
+    "tokens_after",
+    "summarizer_model",
+    "summarizer_usage",
+    "created_at",
+    "call_index",
+    "budget",
+)
+"""The fields a fold record copies from its event as they are."""
+
+
 class FoldRecorder:
     """Finds each run's store, loads the session's earlier folds and records new ones."""
 
@@ -176,18 +190,10 @@ class FoldRecorder:
         row = CompressionRecord(
             session_id=owner.session_id,
             folded_ids=list(event.folded_ids),
-            summary=event.summary,
-            strategy=event.strategy,
             owner_type=owner.owner_type,
             owner_id=owner.owner_id,
             run_id=owner.run_id,
-            tokens_before=event.tokens_before,
-            tokens_after=event.tokens_after,
-            summarizer_model=event.summarizer_model,
-            summarizer_usage=event.summarizer_usage,
-            created_at=event.created_at,
-            call_index=event.call_index,
-            budget=event.budget,
+            **{name: getattr(event, name) for name in FROM_EVENT},
         )
         try:
             event.record_id = owner.store.record(row)

@@ -97,6 +97,15 @@ def _fold_for(
     return manager, (messages, attempt + 1, getattr(run_response, "metrics", None))
 
 
+def _recovered(fold: tuple[Any, tuple[list[Any], int, Any]] | None) -> bool:
+    """Fold harder for ``fold`` (from ``_fold_for``); True when the call is worth retrying."""
+    return fold is not None and bool(fold[0].recover_from_overflow(*fold[1]))
+
+
+async def _arecovered(fold: tuple[Any, tuple[list[Any], int, Any]] | None) -> bool:
+    return fold is not None and bool(await fold[0].arecover_from_overflow(*fold[1]))
+
+
 def _mark(wrapper: Any, original: Any) -> Any:
     functools.update_wrapper(wrapper, original)
     return wrapper
@@ -109,8 +118,7 @@ def _sync(original: Callable[..., Any], model: Any) -> Callable[..., Any]:
             try:
                 return original(*args, **kwargs)
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), model, attempt, False)
-                if fold is None or not fold[0].recover_from_overflow(*fold[1]):
+                if not _recovered(_fold_for(exc, (args, kwargs), model, attempt, False)):
                     raise
                 attempt += 1
 
@@ -124,8 +132,7 @@ def _async(original: Callable[..., Any], model: Any) -> Callable[..., Any]:
             try:
                 return await original(*args, **kwargs)
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), model, attempt, False)
-                if fold is None or not await fold[0].arecover_from_overflow(*fold[1]):
+                if not await _arecovered(_fold_for(exc, (args, kwargs), model, attempt, False)):
                     raise
                 attempt += 1
 
@@ -143,8 +150,7 @@ def _stream(original: Callable[..., Iterator[Any]], model: Any) -> Callable[...,
                     yield chunk
                 return
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), model, attempt, started)
-                if fold is None or not fold[0].recover_from_overflow(*fold[1]):
+                if not _recovered(_fold_for(exc, (args, kwargs), model, attempt, started)):
                     raise
                 attempt += 1
 
@@ -162,8 +168,7 @@ def _astream(original: Callable[..., AsyncIterator[Any]], model: Any) -> Callabl
                     yield chunk
                 return
             except Exception as exc:
-                fold = _fold_for(exc, (args, kwargs), model, attempt, started)
-                if fold is None or not await fold[0].arecover_from_overflow(*fold[1]):
+                if not await _arecovered(_fold_for(exc, (args, kwargs), model, attempt, started)):
                     raise
                 attempt += 1
 

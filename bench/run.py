@@ -257,19 +257,20 @@ def main(argv: list[str] | None = None) -> int:
             command += f" --session-messages {n_messages} --session-folds {n_folds}"
         if args.billing is not None:
             command += " --billing" + "".join(f" {th}" for th in args.billing)
+        every = [*settings, *peer_settings, *_baselines.BASELINES]  # the rows' order in every table
+        seconds = time.perf_counter() - started
         text = _report.render(
             command=command,
             thresholds=thresholds,
-            settings=[*settings, *peer_settings, *_baselines.BASELINES],  # the rows' order in every table
+            settings=every,
             recordings=recordings,
             baseline=baseline,
             rows=rows,
             load=load,
             memory=memory,
             encodings=encodings,
-            seconds=time.perf_counter() - started,
+            seconds=seconds,
         )
-        every = [*settings, *peer_settings, *_baselines.BASELINES]
         text += "\n".join(_pareto.section(args.out.parent, thresholds, every, recordings, baseline, rows)) + "\n"
         if billed:
             text += "\n" + "\n".join(_billing.section(billed, billing_at, command)) + "\n"

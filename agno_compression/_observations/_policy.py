@@ -29,14 +29,6 @@ from ._truncation import truncate_output
 
 log = logging.getLogger("agno_compression")
 
-__all__ = [
-    "OUTPUT_GUIDANCE",
-    "ObservationPolicy",
-    "ObservationSummaryPolicy",
-    "TieredOutputPolicy",
-    "TruncatePolicy",
-]
-
 
 @dataclass(kw_only=True, frozen=True)
 class TieredOutputPolicy:

@@ -72,12 +72,7 @@ def test_after_one_overflow_the_run_folds_below_the_models_real_window(
     mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     steps = 30
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        if info.call_index < steps:
-            return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
-        return Reply(text="Done.")
-
+    script = _each_call("read_chunk", steps)
     model = LimitedModel(script=script, limit=3_000)
     manager = CompressionManager(compress_at_tokens=16_000)
     agent, _ = scripted_agent(script, read_chunk, manager=manager)
@@ -93,13 +88,8 @@ def test_after_one_overflow_the_run_folds_below_the_models_real_window(
 def test_the_warning_names_the_part_that_keeps_a_prompt_over_its_budget(caplog: pytest.LogCaptureFixture) -> None:
     task = "Summarise this requirement list. " + " ".join(f"requirement_{i} must hold." for i in range(900))
 
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        if info.call_index < 3:
-            return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
-        return Reply(text="Done.")
-
     manager = CompressionManager(compress_at_tokens=2_000)
-    agent, _ = scripted_agent(script, read_chunk, manager=manager)
+    agent, _ = scripted_agent(_each_call("read_chunk", 3), read_chunk, manager=manager)
     with caplog.at_level(logging.WARNING, logger="agno_compression"):
         agent.run(task)
     over = [r.message for r in caplog.records if "leaving no room" in r.message]
@@ -114,13 +104,8 @@ def test_a_large_output_in_the_last_batch_reaches_the_model_shortened_and_stats_
         """Read one large page."""
         return "\n".join(f"page {index} line {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(400))
 
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        if info.call_index < 4:
-            return Reply(tool_calls=[ToolCall("page", {"index": info.call_index})])
-        return Reply(text="All pages read.")
-
     manager = CompressionManager(compress_at_tokens=4_000)
-    agent, model = scripted_agent(script, page, manager=manager)
+    agent, model = scripted_agent(_each_call("page", 4, "All pages read."), page, manager=manager)
     agent.run("Read four pages.")
     shortened = [i for e in manager.events for i in e.shortened_ids]
     assert len(shortened) >= 2 and len(set(shortened)) == len(shortened), [e.strategy for e in manager.events]
@@ -162,6 +147,17 @@ def test_a_parallel_batch_too_large_together_is_shortened_evenly(tmp_path: Path)
     counter = TokenCounter("gpt-4o")
     sent = [counter.count_message(m) for m in model.requests[-1].messages if m.role == "tool"]
     assert len(sent) == 8 and max(sent) <= 1.5 * min(sent), sent
+
+
+def _each_call(tool: str, steps: int, done: str = "Done.") -> Any:
+    """A script calling ``tool`` with the call's index, ``steps`` times, then answering ``done``."""
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index < steps:
+            return Reply(tool_calls=[ToolCall(tool, {"index": info.call_index})])
+        return Reply(text=done)
+
+    return script
 
 
 def _read_chunks(steps: int) -> Any:

@@ -53,6 +53,15 @@ def _with_secret(h: LoopAgent) -> None:
     h.run("Read build log 1.")
 
 
+def _opened(kind: str, tmp_path: Path, request: pytest.FixtureRequest, session_id: str, user_id: str) -> Any:
+    """The database of ``kind``, its target and an agent whose session ``session_id`` quotes the secret."""
+    target = db_target(kind, tmp_path, request)
+    db = target.open()
+    h = _agent(db, session_id, user_id)
+    _with_secret(h)
+    return target, db, h
+
+
 def _stored_text(target: DbTarget, db: Any) -> str:
     """Everything the fold records of ``target`` hold, as text (plus, without a table, agno's own rows)."""
     if target.kind in ("sqlite", "postgres", "mysql"):
@@ -86,10 +95,7 @@ def _starts_clean(h: LoopAgent, text: str) -> list[Any]:
 def test_delete_session_deletes_its_folds_and_summaries(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    target = db_target(kind, tmp_path, request)
-    db = target.open()
-    h = _agent(db, "doomed", "u1")
-    _with_secret(h)
+    target, db, h = _opened(kind, tmp_path, request, "doomed", "u1")
     h.agent.run("Read build log 9.", session_id="kept")  # another session of the same db keeps its folds
     kept = stats(db, "kept").folds
     records = store_for(db).events("doomed")  # type: ignore[union-attr]
@@ -138,10 +144,7 @@ def test_delete_sessions_of_one_user_keeps_the_other_users_folds(
 def test_delete_compression_cleans_up_after_processes_without_a_manager(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    target = db_target(kind, tmp_path, request)
-    db = target.open()
-    h = _agent(db, "alice-1", "alice")
-    _with_secret(h)
+    target, db, h = _opened(kind, tmp_path, request, "alice-1", "alice")
     h.agent.run("Alice: read build log 5.", session_id="alice-2")
     h.agent.run("Bob: read build log 6.", session_id="bob-1", user_id="bob")
     folds = {s: stats(db, s).folds for s in ("alice-1", "alice-2", "bob-1")}
