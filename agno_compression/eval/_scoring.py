@@ -153,7 +153,12 @@ def acted_on_facts(messages: Iterable[Message]) -> set[str]:
         seen.add(m.id)
         if m.role == "assistant":
             own = _agent_text(m)
-            facts.update(p for p in _ACTED_PATH.findall(own) if _is_path(p, own))
+            # a sentence's full stop after a path is prose, not part of the path ("edit pkg/run.go.")
+            facts.update(
+                p[:-1] if p.endswith(".") and p[-2:-1].isalnum() else p
+                for p in _ACTED_PATH.findall(own)
+                if _is_path(p, own)
+            )
             facts.update(_ACTED_TEST.findall(own))
         facts.update(_ACTED_ERROR.findall(message_text(m, use_compressed_content=False)))
     return facts

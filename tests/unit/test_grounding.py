@@ -77,3 +77,13 @@ def test_an_uncompressed_replay_scores_one_and_a_fold_keeps_what_was_read(tmp_pa
     folded = replay(long_recording, manager=manager, db=SqliteDb(db_file=str(tmp_path / "ours.db")))
     assert manager.stats["folds"] >= 3
     assert grounding([r.messages for r in folded.requests], needs) == (needed, needed)
+
+
+def test_acted_on_paths_leave_a_sentences_full_stop_out() -> None:
+    """Prose ends a sentence after a path ("... in checkpoint/committed.go."): the fact is the path, so a summary
+    that names the file keeps it."""
+    from agno_compression.eval import acted_on_facts
+
+    said = Message(role="assistant", content="I changed checkpoint/committed.go. Next: ./run.sh and cmd/x.py, done.")
+    assert {"checkpoint/committed.go", "./run.sh", "cmd/x.py"} <= acted_on_facts([said])
+    assert not {f for f in acted_on_facts([said]) if f.endswith(".")}
