@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from agno.models.message import Message
@@ -243,7 +244,7 @@ class Ledger:
     def lines(self, max_commands: int | None = None) -> list[str]:
         """The ``- key: value`` lines; ``max_commands`` keeps only the newest commands, the rest counted."""
         shown = {k: v for k, v in self.values.items() if v}
-        held = _held_by_longer({p for k in PATH_LISTS for p in shown.get(k, [])})
+        held = _held_by_longer(frozenset(p for k in PATH_LISTS for p in shown.get(k, [])))
         once: set[str] = set()
         for k in PATH_LISTS:  # each path once, and not when a longer one names it already
             if k in shown:
@@ -299,7 +300,8 @@ class Ledger:
         return ledger
 
 
-def _held_by_longer(paths: set[str]) -> set[str]:
+@lru_cache(maxsize=8)  # a render asks again for every size it tries, mostly of the same paths
+def _held_by_longer(paths: frozenset[str]) -> frozenset[str]:
     """The ``paths`` a longer one names already: the same file written out longer (``cli/hooks.go`` in
     ``/repo/cmd/cli/hooks.go``), or a folder or import path another lies under (``github.com/o/r/agent`` under
     ``github.com/o/r/agent/gemini``). By set lookups: a ledger of a long session lists hundreds of paths."""
@@ -310,7 +312,7 @@ def _held_by_longer(paths: set[str]) -> set[str]:
         tails.update(q[i:] for i in slashes)
         heads.update(h for i in slashes for h in (q[:i], q[: i + 1]) if h != q)
     # each one left out is inside the one that holds it, as written: what was acted on stays findable verbatim
-    return {p for p in paths if "/" + p in tails or p in heads}
+    return frozenset(p for p in paths if "/" + p in tails or p in heads)
 
 
 def section_lines(text: str | None, section: str) -> list[str]:

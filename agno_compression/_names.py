@@ -17,7 +17,6 @@ crowd it out; ``render`` leaves out names the rest of the summary already holds.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,7 +25,7 @@ from agno.models.message import Message
 from ._ledger import json_strings, section_lines
 from ._messages import call_arguments, content_text
 from ._plan import is_summary
-from ._reading import identifiers_in
+from ._reading import identifier_counts, identifiers_in, identifiers_of
 
 SECTION = "Names in use"
 """The summary section that holds the names, most recently used first."""
@@ -65,15 +64,15 @@ def _action_names(message: Message) -> list[str]:
     parts = [content_text(message, use_compressed_content=False)]
     for call in message.tool_calls or []:
         parts.extend(json_strings(call_arguments(call)))
-    return identifiers_in("\n".join(parts))
+    return identifiers_of(parts)
 
 
 def _output_names(text: str, own: Container[str]) -> list[str]:
     """Identifiers of a tool output, best first: those the agent itself used, then the most frequent."""
-    found = identifiers_in(text)
+    counts = identifier_counts(text)  # identifiers_in(text), each with how often it occurs
+    found = list(counts)
     if len(found) <= 1:
         return found
-    counts = Counter(t.strip("./-") for t in re.findall(r"[\w./-]+", text))
     ranked = sorted(found, key=lambda n: (n not in own, -counts[n]))
     return ranked[:PER_OUTPUT]
 
@@ -130,11 +129,25 @@ def _take(names: Sequence[str], kind: str, max_tokens: int, count: Callable[[str
     return taken
 
 
+def _once(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count``, remembering what it answered (for one render: a count is a pure function of the text)."""
+    counts: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        found = counts.get(text)
+        if found is None:
+            found = counts[text] = count(text)
+        return found
+
+    return counted
+
+
 def render(names: Names, max_tokens: int, count: Callable[[str], int], *, present: str = "") -> list[str]:
     """The newest names of each kind that fit in ``max_tokens`` (used ones get ``USED_SHARE`` first, each kind
     takes what the other leaves), without those ``present`` already holds."""
     if max_tokens <= 0:
         return []
+    count = _once(count)  # each _take counts the same names again
     used = [n for n in names.used if n not in present]
     seen = [n for n in names.seen if n not in present]
     first = _take(used, "used", int(max_tokens * USED_SHARE), count)

@@ -24,7 +24,7 @@ Layout after a fold (docs/design.md)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,29 +152,38 @@ def find_current_user(messages: Sequence[Message]) -> int | None:
     return None
 
 
-def _last_batch_index(messages: Sequence[Message], start: int) -> int | None:
+Ids = Sequence[Collection[str]]
+"""Per message, the call ids it makes (``call_ids``), or those it answers (``result_ids``): found once per plan."""
+
+
+def _last_batch_index(messages: Sequence[Message], start: int, calls: Ids | None = None) -> int | None:
+    calls = calls if calls is not None else [call_ids(m) for m in messages]
     for i in range(len(messages) - 1, start - 1, -1):
-        if messages[i].role == "assistant" and call_ids(messages[i]):
+        if messages[i].role == "assistant" and calls[i]:
             return i
     return None
 
 
-def _pair_closure(messages: Sequence[Message], kept: set[int]) -> set[int]:
+def _pair_closure(
+    messages: Sequence[Message], kept: set[int], calls: Ids | None = None, answers: Ids | None = None
+) -> set[int]:
     """Grow ``kept`` until no kept call lacks a kept result and no kept result lacks its call."""
+    calls = calls if calls is not None else [call_ids(m) for m in messages]
+    answers = answers if answers is not None else [result_ids(m) for m in messages]
     caller: dict[str, int] = {}
     results: dict[str, list[int]] = {}
-    for i, m in enumerate(messages):
-        for cid in call_ids(m):
+    for i in range(len(messages)):
+        for cid in calls[i]:
             caller.setdefault(cid, i)
-        for cid in result_ids(m):
+        for cid in answers[i]:
             results.setdefault(cid, []).append(i)
     pending = list(kept)
     while pending:
         i = pending.pop()
         linked: list[int] = []
-        for cid in call_ids(messages[i]):
+        for cid in calls[i]:
             linked += results.get(cid, [])
-        for cid in result_ids(messages[i]):
+        for cid in answers[i]:
             if cid in caller:
                 linked.append(caller[cid])
         for j in linked:
@@ -184,35 +193,39 @@ def _pair_closure(messages: Sequence[Message], kept: set[int]) -> set[int]:
     return kept
 
 
-def _pending_calls(messages: Sequence[Message]) -> set[int]:
+def _pending_calls(messages: Sequence[Message], calls: Ids | None = None, answers: Ids | None = None) -> set[int]:
     """The newest assistant message with calls, if one of its calls has no result yet.
 
     Only the newest caller can be waiting (human approval, external execution); an
     unanswered call further back is broken history and is folded, not sent.
     """
-    last = _last_batch_index(messages, 0)
+    calls = calls if calls is not None else [call_ids(m) for m in messages]
+    answers = answers if answers is not None else [result_ids(m) for m in messages]
+    last = _last_batch_index(messages, 0, calls)
     if last is None:
         return set()
     answered: set[str] = set()
-    for m in messages[last + 1 :]:
-        answered |= result_ids(m)
-    return {last} if any(cid not in answered for cid in call_ids(messages[last])) else set()
+    for ids in answers[last + 1 :]:
+        answered.update(ids)
+    return {last} if any(cid not in answered for cid in calls[last]) else set()
 
 
-def _unanswered_calls(messages: Sequence[Message], start: int) -> set[int]:
+def _unanswered_calls(messages: Sequence[Message], start: int, calls: Ids, answers: Ids) -> set[int]:
     """Indices from ``start`` on of assistant messages with a call that no message answers, and their results."""
-    answered = {cid for m in messages for cid in result_ids(m)}
-    broken = {i for i in range(start, len(messages)) if any(cid not in answered for cid in call_ids(messages[i]))}
-    cids = {cid for i in broken for cid in call_ids(messages[i])}
-    return broken | {i for i in range(start, len(messages)) if result_ids(messages[i]) & cids}
+    answered = {cid for ids in answers for cid in ids}
+    broken = {i for i in range(start, len(messages)) if any(cid not in answered for cid in calls[i])}
+    cids = {cid for i in broken for cid in calls[i]}
+    return broken | {i for i in range(start, len(messages)) if not cids.isdisjoint(answers[i])}
 
 
-def _orphan_results(messages: Sequence[Message]) -> set[int]:
+def _orphan_results(messages: Sequence[Message], calls: Ids | None = None, answers: Ids | None = None) -> set[int]:
     """Indices of tool messages none of whose call ids appear in any assistant message."""
+    calls = calls if calls is not None else [call_ids(m) for m in messages]
+    answers = answers if answers is not None else [result_ids(m) for m in messages]
     made: set[str] = set()
-    for m in messages:
-        made.update(call_ids(m))
-    return {i for i, m in enumerate(messages) if m.role == "tool" and not (result_ids(m) & made)}
+    for ids in calls:
+        made.update(ids)
+    return {i for i, m in enumerate(messages) if m.role == "tool" and made.isdisjoint(answers[i])}
 
 
 _AUTO = -1
@@ -233,25 +246,27 @@ def plan_fold(messages: Sequence[Message], current: int | None = _AUTO, keep_fro
         raise ValueError(f"current must index a user message, got {current!r}")
     if keep_from is not None and not 0 <= keep_from <= len(messages):
         raise ValueError(f"keep_from must index the message list (0 to {len(messages)}), got {keep_from!r}")
+    calls = [call_ids(m) for m in messages]  # each message's ids once: the rules below look at them again and again
+    answers = [result_ids(m) for m in messages]
     system = {i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES}
     summaries = [i for i, m in enumerate(messages) if is_summary(m)]
     kept: set[int] = set(range(keep_from, len(messages))) if keep_from is not None else set()
     if current is not None:
         kept.add(current)
-        batch = _last_batch_index(messages, current + 1)
+        batch = _last_batch_index(messages, current + 1, calls)
         kept.update(range(batch if batch is not None else current + 1, len(messages)))
     else:
-        batch = _last_batch_index(messages, 0)
+        batch = _last_batch_index(messages, 0, calls)
         if batch is not None:
             kept.update(range(batch, len(messages)))
-    pending = _pending_calls(messages)
+    pending = _pending_calls(messages, calls, answers)
     if keep_from is not None:  # the window keeps no broken call (one without results that is not pending)
-        kept -= _unanswered_calls(messages, keep_from) - pending
+        kept -= _unanswered_calls(messages, keep_from, calls, answers) - pending
     kept |= pending
     kept -= set(summaries) | system
     # A tool result whose call is nowhere in the list can never be sent safely: fold it.
-    kept -= _orphan_results(messages)
-    kept = _pair_closure(messages, kept)
+    kept -= _orphan_results(messages, calls, answers)
+    kept = _pair_closure(messages, kept, calls, answers)
     # with no current user message everything kept counts as the tail after the (empty) fold point
     split = current if current is not None else -1
     history_end = current if current is not None else len(messages)

@@ -16,19 +16,35 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
 
 from agno.models.message import Message
 
 from ._ledger import section_lines
-from ._messages import call_arguments, calls_by_id, command_of, message_text, one_line, result_ids, tool_name_of
+from ._messages import (
+    call_arguments,
+    calls_by_id,
+    command_of,
+    content_text,
+    message_text,
+    one_line,
+    result_ids,
+    tool_call_texts,
+    tool_name_of,
+)
 from ._plan import is_summary
 
 SECTION = "Read"
 """The summary section that holds what was read."""
 
-_TOKEN = re.compile(r"[\w./-]+")
+_TOKEN = re.compile(r"[\w./-]{4,}")
+"""Runs of word characters, ``.``, ``/`` and ``-`` an identifier can come from (four or more characters: a shorter
+run is shorter still once its edge punctuation is stripped)."""
+_SPACED = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c in "_./-")})
+"""ASCII text with every character that is not one of ``_TOKEN``'s made a space: its runs are the words."""
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 _NUMBERED = re.compile(r"^\s*(\d{1,6})(?:\t|:|\s\||\s{2,}|\s(?=\S))(.*)$")
 _DEFINITION = re.compile(
@@ -95,14 +111,84 @@ def is_identifier(token: str) -> bool:
     return bool(_INNER_CAPITAL.search(token))
 
 
+@lru_cache(maxsize=1 << 14)
+def _identifier_of(raw: str) -> str:
+    """The identifier a token of ``_TOKEN`` stands for (edge punctuation stripped), or ``""``: cached, since the same
+    tokens come back in every output and every fold (a pure function of the token, bounded)."""
+    token = raw.strip("./-")
+    return token if is_identifier(token) else ""
+
+
+def _tokens(text: str) -> list[str]:
+    """The runs of ``_TOKEN`` in ``text``, in order; in ASCII text (split, several times faster) shorter runs too."""
+    return text.translate(_SPACED).split() if text.isascii() else _TOKEN.findall(text)
+
+
 def identifiers_in(text: str) -> list[str]:
     """The identifiers of ``text`` in order of first appearance (edge punctuation stripped)."""
-    out: dict[str, None] = {}
-    for raw in dict.fromkeys(_TOKEN.findall(text)):  # each distinct token is checked once
-        token = raw.strip("./-")
-        if token not in out and is_identifier(token):
-            out[token] = None
+    out = dict.fromkeys(map(_identifier_of, dict.fromkeys(_tokens(text))))  # each distinct token once
+    out.pop("", None)
     return list(out)
+
+
+def _identifier_counts(text: str) -> Mapping[str, int]:
+    counts: dict[str, int] = {}
+    for raw, n in Counter(_tokens(text)).items():
+        token = _identifier_of(raw)
+        if token:
+            counts[token] = counts.get(token, 0) + n
+    return MappingProxyType(counts)
+
+
+_kept_identifier_counts = lru_cache(maxsize=32)(_identifier_counts)
+_COUNTED_CHARS = 200_000
+"""Longest text whose ``identifier_counts`` are kept (what the cache holds is bounded)."""
+
+
+def identifier_counts(text: str) -> Mapping[str, int]:
+    """The identifiers of ``text`` (``identifiers_in``, in its order) with how often each occurs (read-only).
+
+    One tool output is ranked by this twice per fold (the names in use, then what was read): the last few texts'
+    answers are kept, keyed on the text itself."""
+    return _kept_identifier_counts(text) if len(text) <= _COUNTED_CHARS else _identifier_counts(text)
+
+
+@lru_cache(maxsize=64)
+def names_of_text(text: str) -> frozenset[str]:
+    """The names in a held text (cached: a held text is checked again at every model call and fold)."""
+    return frozenset(identifiers_in(text))
+
+
+_PART_CHARS = 8_000
+"""Longest part whose identifiers ``identifiers_of`` keeps (what its cache holds is bounded)."""
+
+
+@lru_cache(maxsize=512)
+def _part_identifiers(text: str) -> tuple[str, ...]:
+    return tuple(identifiers_in(text))
+
+
+def identifiers_of(parts: Iterable[str]) -> list[str]:
+    """``identifiers_in`` of the parts joined by line breaks (no identifier spans one, nor a parenthesis), each
+    part's found once: the working set, the names in use and what was read each read the same message's text."""
+    found: dict[str, None] = {}
+    for part in parts:
+        found.update(dict.fromkeys(_part_identifiers(part) if len(part) <= _PART_CHARS else identifiers_in(part)))
+    return list(found)
+
+
+def _action_parts(message: Message) -> list[str]:
+    return [str(message.content or ""), *(a for _, a in tool_call_texts(message))]
+
+
+def action_text(message: Message) -> str:
+    """What an assistant message does, as text: its words and its calls' arguments."""
+    return "\n".join(_action_parts(message))
+
+
+def action_names(message: Message) -> frozenset[str]:
+    """The names in ``action_text(message)`` (each part's found once: every fold walks the run's actions again)."""
+    return frozenset(identifiers_of(_action_parts(message)))
 
 
 @dataclass
@@ -185,8 +271,8 @@ def read_names(text: str, own: frozenset[str] = frozenset()) -> list[str]:
             if is_identifier(value) or (value.isalnum() and any(c.isdigit() for c in value) and len(value) >= 4):
                 marked.setdefault(f"{key}={value}", None)
     seen = " ".join(marked)
-    counts = Counter(t.strip("./-") for t in _TOKEN.findall(text))
-    rest = [t for t in counts if t not in seen and is_identifier(t)]
+    counts = identifier_counts(text)
+    rest = [t for t in counts if t not in seen]
     rest.sort(key=lambda t: (t not in own, -counts[t]))
     return [_clean(n) for n in [*marked, *rest]]
 
@@ -202,8 +288,9 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Reading:
     calls = calls_by_id(messages)
     own: set[str] = set()
     for m in messages:
-        if m.role == "assistant" and not is_summary(m):
-            own.update(identifiers_in(message_text(m, use_compressed_content=False)))
+        if m.role == "assistant" and not is_summary(m):  # message_text: the text, then name(arguments) lines
+            parts = [part for call in tool_call_texts(m) for part in call]
+            own.update(identifiers_of([content_text(m, use_compressed_content=False), *parts]))
     mine = frozenset(own)
     for m in messages:
         if m.role not in ("tool", "function") or is_summary(m):

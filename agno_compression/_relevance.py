@@ -15,8 +15,8 @@ from agno.models.message import Message
 
 from ._ledger import paths_in
 from ._messages import call_arguments, content_text, path_argument
-from ._reading import identifiers_in
-from ._working_set import EDIT, USE_NAMES, WRITE, Artifact, action_text, kind_of, names_of_text, taken_from
+from ._reading import action_names, action_text, identifiers_in
+from ._working_set import EDIT, USE_NAMES, WRITE, Artifact, kind_of, names_of_text, taken_from
 
 MODEL_SHARE = 4
 """Characters of its name (start and end, extension aside) a new file must share with a held one to follow it."""
@@ -58,7 +58,7 @@ def pending(artifacts: Sequence[Artifact], messages: Sequence[Message], current:
     asked = set(identifiers_in(content_text(current, use_compressed_content=False)))
     for m in messages[start + 1 :]:
         if m.role == "assistant" and asked:
-            asked -= set(identifiers_in(action_text(m)))
+            asked -= action_names(m)
     score = {a.key: len(names_of_text(a.text) & asked) for a in artifacts if a.label == "file"}
     first = sorted((a for a in artifacts if score.get(a.key, 0) >= USE_NAMES), key=lambda a: -score[a.key])
     model = model_file(artifacts, messages[start:], current)
@@ -84,7 +84,7 @@ def drawn_on(
     for m in messages[start + 1 :]:
         if targets := _written(m, overrides):
             held = {a.key: names[a.key] for a in files if a.path not in targets}
-            drawn.update(taken_from(held, names_of_text(action_text(m))))
+            drawn.update(taken_from(held, action_names(m)))
     return [a for a in files if a.key in drawn]
 
 

@@ -172,14 +172,16 @@ class Trigger:
         )
         summary = min(cfg.max_summary_tokens, previous - kept + folded // 10 + 50) + kept  # grows with what it absorbs
         freed = folded + previous - summary
-        if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
-            cap = min(int(self.budget(state) * cfg.working_set_ratio), cfg.max_working_set_tokens)
-            freed -= _held.estimate(state, plan, cfg.tool_kinds, cap)
         # the newest batch is new to the provider either way; kept steps before it (verbatim_ratio) are sent anew
         batch = max((i for i, m in enumerate(plan.kept) if m.role == "assistant" and m.tool_calls), default=0)
         # a new history summary: the current user message after it is sent anew too
         rewrite = summary + size(*plan.kept[:batch]) + (size(*plan.before, plan.current) if plan.history else 0)
         model_cost = 0 if isinstance(cfg.strategy.summarizer, ExtractiveSummarizer) else folded + 4 * summary
         fresh = max(price.write_rate, 1.0) if price.caching == BREAKPOINTS else 1.0
-        gain = cfg.payback_calls * price.read_rate * freed
-        return freed > 0 and rewrite * (fresh - price.read_rate) + model_cost <= gain
+        cost = rewrite * (fresh - price.read_rate) + model_cost
+        if freed <= 0 or cost > cfg.payback_calls * price.read_rate * freed:
+            return False  # what the working set keeps only lowers what is freed: no need to estimate it
+        if cfg.working_set_ratio > 0:  # what the working set would keep again is not freed
+            cap = min(int(self.budget(state) * cfg.working_set_ratio), cfg.max_working_set_tokens)
+            freed -= _held.estimate(state, plan, cfg.tool_kinds, cap)
+        return freed > 0 and cost <= cfg.payback_calls * price.read_rate * freed

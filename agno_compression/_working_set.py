@@ -18,6 +18,7 @@ Pure: artifacts are built from messages and rendered as text; nothing is counted
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -29,10 +30,9 @@ from agno.models.message import Message
 
 from ._edits import NEW_KEYS, OLD_KEYS, apply_edit, apply_hunks, patch_files
 from ._messages import PATH_KEYS, call_arguments, content_text, first_string, path_argument
-from ._messages import tool_call_texts as _call_texts
 from ._observations import shorten_text
 from ._outline import indexed_outline
-from ._reading import identifiers_in
+from ._reading import action_names, names_of_text
 from ._recall import RECALL, recall_line
 from ._shell import shell_command, shell_read, shell_write, stale_after
 
@@ -173,6 +173,28 @@ def _call_label(name: str, args: Mapping[str, Any]) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
+def _classify(name: str, args: Any, overrides: Mapping[str, str | None] | None) -> tuple[str | None, Any, str | None]:
+    """A call's kind (a shell command printing or writing one whole file reads or writes it), its arguments as the
+    tracker takes them, and the words a call of no kind names files with."""
+    kind = kind_of(name, args, overrides)
+    if kind is None and isinstance(args, dict) and (shown := shell_read(args)):
+        kind, args = READ, {"path": shown}
+    elif kind is None and isinstance(args, dict) and (written := shell_write(args)):
+        kind, args = WRITE, {"path": written[0], "content": written[1]}
+    if kind is not None or not isinstance(args, dict):
+        return kind, args, None
+    return kind, args, " ".join([*(str(v) for v in args.values() if isinstance(v, str)), shell_command(args) or ""])
+
+
+_CACHED_CHARS = 8_000  # longest arguments text _classified keeps an answer for (what the cache holds is bounded)
+
+
+@lru_cache(maxsize=1024)
+def _classified(name: str, raw: str) -> tuple[str | None, Any, str | None]:
+    """``_classify`` by the JSON text of the arguments, without ``tool_kinds`` (a shared answer: read-only)."""
+    return _classify(name, call_arguments({"function": {"arguments": raw}}), None)
+
+
 class _Tracker:
     """Walks messages in order and keeps what the agent has in hand, by key."""
 
@@ -183,7 +205,6 @@ class _Tracker:
         self.items: dict[str, Artifact] = {a.key: a for a in carried}
         self.overrides = overrides
         self.pending: dict[str, tuple[str, Any, str]] = {}  # call id -> (kind, args, tool name)
-        self.names: dict[str, frozenset[str]] = {}  # text -> its identifiers (texts repeat across calls)
 
     def feed(self, i: int, message: Message) -> None:
         if message.role == "assistant" and message.tool_calls:
@@ -198,15 +219,14 @@ class _Tracker:
             if not isinstance(call, dict):
                 continue
             name = str(call.get("function", {}).get("name", ""))
-            args = call_arguments(call)
-            kind = kind_of(name, args, self.overrides)
-            if kind is None and isinstance(args, dict) and (shown := shell_read(args)):
-                kind, args = READ, {"path": shown}
-            elif kind is None and isinstance(args, dict) and (written := shell_write(args)):
-                kind, args = WRITE, {"path": written[0], "content": written[1]}
+            raw = call.get("function", {}).get("arguments", "")
+            if isinstance(raw, str) and len(raw) <= _CACHED_CHARS and not (self.overrides and name in self.overrides):
+                kind, args, words = _classified(name, raw)  # every fold walks the run's calls again
+            else:
+                kind, args, words = _classify(name, call_arguments(call), self.overrides)
             if kind is None or not isinstance(args, dict):
-                if isinstance(args, dict):
-                    self._touch(i, args)
+                if words is not None:
+                    self._touch(i, words)
                 continue
             if kind in (WRITE, EDIT):
                 self._change(i, message.id or "", kind, name, args)
@@ -278,28 +298,21 @@ class _Tracker:
         for key in [k for k, item in self.items.items() if item.path == path]:
             del self.items[key]
 
-    def _names_of(self, text: str) -> frozenset[str]:
-        found = self.names.get(text)
-        if found is None:
-            found = self.names[text] = frozenset(identifiers_in(text))
-        return found
-
     def _use(self, i: int, message: Message) -> None:
         """An action that uses names from something the agent holds (the file a new file is modeled on, the page
         whose API it calls) uses that thing: it stays at the front of the working set. Names most held things
         share (a language's common calls) say nothing about which one is in use."""
         if len(self.items) == 0:
             return
-        action = self._names_of(action_text(message))
+        action = action_names(message)
         if not action:
             return
-        for key in taken_from({key: self._names_of(item.text) for key, item in self.items.items()}, action):
+        for key in taken_from({key: names_of_text(item.text) for key, item in self.items.items()}, action):
             self.items[key] = replace(self.items[key], used=i)
 
-    def _touch(self, i: int, args: dict[str, Any]) -> None:
+    def _touch(self, i: int, words: str) -> None:
         """A call that names a file the working set holds (a search in it, a command on it) uses it; a command
         that may write it (a redirection, ``sed -i``, ``Set-Content``, ``mv``...) makes what is held stale."""
-        words = " ".join([*(str(v) for v in args.values() if isinstance(v, str)), shell_command(args) or ""])
         for key, item in list(self.items.items()):
             if item.path and stale_after(words, item.path):
                 del self.items[key]
@@ -333,17 +346,6 @@ def collect(
     return sorted(tracker.items.values(), key=lambda a: a.used, reverse=True)
 
 
-@lru_cache(maxsize=64)
-def names_of_text(text: str) -> frozenset[str]:
-    """The names in a held text (cached: a held text is checked again at every model call and fold)."""
-    return frozenset(identifiers_in(text))
-
-
-def action_text(message: Message) -> str:
-    """What an assistant message does, as text: its words and its calls' arguments."""
-    return "\n".join([str(message.content or ""), *(a for _, a in _call_texts(message))])
-
-
 class Walk:
     """``collect(messages, order=False)`` for a list that only grows (a run's messages): each call walks only the
     messages added since the last one, so a check before every model call does not re-read the whole run."""
@@ -356,7 +358,7 @@ class Walk:
     def artifacts(self, messages: Sequence[Message]) -> list[Artifact]:
         """What the agent has in hand after ``messages`` (any order)."""
         n = len(self.walked)
-        if n > len(messages) or any(a is not b for a, b in zip(self.walked, messages, strict=False)):
+        if n > len(messages) or not all(map(operator.is_, self.walked, messages)):
             self.tracker, self.walked, n = _Tracker((), self.overrides, order=False), [], 0  # not a growth: anew
         for i in range(n, len(messages)):
             self.tracker.feed(i, messages[i])
