@@ -18,9 +18,13 @@ returns on a pause, the manager puts every message of the run back into the live
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
+
+log = logging.getLogger("agno_compression")
 
 _GUARD = "_agno_compression_checkpoint_guard"
 _METHODS = ("response", "aresponse", "response_stream", "aresponse_stream")
@@ -98,13 +102,41 @@ def _full_view_during(callback: Callable[..., Any], live: list[Any], manager: An
     if inspect.iscoroutinefunction(callback):
 
         async def acheckpoint(model_response: Any) -> Any:
-            with manager.checkpoint_view(live):
+            with checkpoint_view(manager, live):
                 return await callback(model_response)
 
         return acheckpoint
 
     def checkpoint(model_response: Any) -> Any:
-        with manager.checkpoint_view(live):
+        with checkpoint_view(manager, live):
             return callback(model_response)
 
     return checkpoint
+
+
+@contextlib.contextmanager
+def checkpoint_view(manager: Any, live: list[Any]) -> Iterator[None]:
+    """While agno checkpoints a running run, ``live`` holds every message of the run, not the folded view.
+
+    agno's ``after_tool_results`` callback stores the run from the live list; after a fold that list
+    lacks the folded messages, so each checkpoint would overwrite the previous one with less.
+    """
+    folded_view: list[Any] | None = None
+    originals: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    try:
+        state = manager._runs.find(live)
+        if state is not None:
+            manager._records.flush(state.context)  # the stored run's folds are stored with it
+            originals = state.original_calls()  # call arguments shortened in context are stored whole
+            full = state.full_run(live[:])
+            if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
+                folded_view = live[:]
+                live[:] = full
+    except Exception as exc:  # never break a run: the checkpoint then stores the folded view
+        log.warning("agno-compression: could not restore folded messages for a checkpoint: %s", exc)
+    try:
+        with originals:
+            yield
+    finally:
+        if folded_view is not None:
+            live[:] = folded_view

@@ -430,6 +430,25 @@ def serve_command(
     serve(db, schema=schema, host=host, port=port)
 
 
+@app.command("fold")
+def fold_command(
+    db: DbOption,
+    session: Annotated[str, typer.Option("--session", help="The session to fold.")],
+    instructions: Annotated[str | None, typer.Option("--instructions", help="What the summary keeps first.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Write it (default: a dry run, nothing written).")] = False,
+    budget: Annotated[int, typer.Option("--budget", help=f"compress_at_tokens (at least {MIN_BUDGET}).")] = 16000,
+    summarizer: Annotated[str, typer.Option("--summarizer", help="extractive: no model offline.")] = "extractive",
+    wait: Annotated[float, typer.Option("--wait", help="Seconds to wait while a run of the session goes on.")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    schema: SchemaOption = None,
+) -> None:
+    """Fold a session's history into one summary now, as its next run would: a dry run unless --apply."""
+    from ._fold_command import fold
+
+    _check_budget([budget])
+    fold(db, session, instructions, apply, budget, summarizer, wait, as_json, schema, _console())
+
+
 _OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 """Why writing stdout fails when it is a file (``> /dev/full``, a full disk or quota, a file too large)."""
 

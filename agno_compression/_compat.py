@@ -14,7 +14,10 @@ Attaching must never make an agno feature work worse than without it:
   ``agent.tools``, so ``to_dict`` / ``from_dict(..., registry=..., strict=True)`` round-trips
   (AgentOS and saved configs) never meet a tool no registry knows; its definition is withheld from the
   model until the session has folded (``withhold_tool``), so a run that never folds sends exactly what
-  plain agno sends.
+  plain agno sends;
+- agno's ``Agent.compact`` (AgentOS's ``POST /agents/<id>/sessions/<id>/compact``) answers ``not_enabled``
+  without agno's ``Compaction``: on an agent with agno-compression's manager and no ``Compaction`` it folds the
+  session with the manager instead (``route_compaction``); an agent with a ``Compaction`` keeps agno's own.
 """
 
 from __future__ import annotations
@@ -214,3 +217,98 @@ def _tool_name(tool: Any) -> str | None:
     if isinstance(tool, dict):
         return tool.get("name")
     return getattr(tool, "name", None) or getattr(tool, "__name__", None)
+
+
+def add_guidance(target: Any) -> None:
+    """Add ``OUTPUT_GUIDANCE`` to ``target``'s instructions (once)."""
+    from ._observations import OUTPUT_GUIDANCE
+
+    instructions = target.instructions
+    if instructions is None:
+        target.instructions = [OUTPUT_GUIDANCE]
+    elif isinstance(instructions, str):
+        target.instructions = [instructions, OUTPUT_GUIDANCE] if OUTPUT_GUIDANCE not in instructions else instructions
+    elif isinstance(instructions, list) and OUTPUT_GUIDANCE not in instructions:
+        target.instructions = [*instructions, OUTPUT_GUIDANCE]
+
+
+_ROUTED = "_agno_compression_routed"
+_route_lock = threading.Lock()
+
+
+def route_compaction() -> None:
+    """Make agno's ``Agent.compact`` / ``acompact`` (AgentOS's ``POST /agents/<id>/sessions/<id>/compact``) fold with
+    agno-compression where the agent has its ``CompressionManager`` and no agno ``Compaction``: the session's
+    history is folded now (``fold_session``) and the outcome told as agno's ``CompactionResult``. Any other agent
+    gets agno's own compaction. ``Agent.compact`` looks ``agno.agent._messages.compact_session`` up at each call,
+    so wrapping it there (once per process, whatever number of managers call this) reaches every agent, copies
+    AgentOS makes for a request included (they share the manager). agno has no team compaction to route."""
+    from agno.agent import _messages
+
+    with _route_lock:
+        if getattr(_messages.compact_session, _ROUTED, False):
+            return
+        original, aoriginal = _messages.compact_session, _messages.acompact_session
+
+        def compact_session(agent: Any, session_id: str | None = None, user_id: str | None = None) -> Any:
+            manager = _folding_manager(agent)
+            if manager is None:
+                return original(agent, session_id=session_id, user_id=user_id)
+            return _compaction_result(manager, agent, session_id or agent.session_id, user_id)
+
+        async def acompact_session(agent: Any, session_id: str | None = None, user_id: str | None = None) -> Any:
+            import asyncio
+
+            manager = _folding_manager(agent)
+            if manager is None:
+                return await aoriginal(agent, session_id=session_id, user_id=user_id)
+            sid = session_id or agent.session_id
+            return await asyncio.to_thread(_compaction_result, manager, agent, sid, user_id)
+
+        for wrapper, wrapped in ((compact_session, original), (acompact_session, aoriginal)):
+            setattr(wrapper, "__wrapped__", wrapped)  # noqa: B010 (mypy: a function's attribute)
+            setattr(wrapper, _ROUTED, True)
+        _messages.compact_session = compact_session
+        _messages.acompact_session = acompact_session
+
+
+def _folding_manager(agent: Any) -> Any | None:
+    """The agent's agno-compression manager when it folds the agent's compaction requests: one is attached and
+    agno's own ``Compaction`` is not on (that one keeps answering them)."""
+    from agno.agent._messages import agent_compaction
+    from agno.compression.manager import CompressionManager as AgnoCompressionManager
+
+    manager = getattr(agent, "compression_manager", None)
+    if not isinstance(manager, AgnoCompressionManager) or not callable(getattr(manager, "fold_session", None)):
+        return None
+    return manager if agent_compaction(agent) is None else None
+
+
+def _compaction_result(manager: Any, agent: Any, session_id: str | None, user_id: str | None) -> Any:
+    """``manager.fold_session`` for ``agent``'s session, as agno's ``CompactionResult``: ``compacted`` with a
+    record of the counts; ``nothing_to_fold`` when nothing is left to fold or while a run of the session is going
+    (a decline, said in ``message``); ``no_history`` for no such session; ``not_enabled`` when the agent's db
+    cannot hold a fold (the reason in ``message``)."""
+    from agno.compaction.types import CompactionRecord, CompactionResult, CompactionStatus
+
+    from ._requested_fold import FOLDED, NO_SESSION
+
+    if not session_id:
+        return CompactionResult(status=CompactionStatus.NO_HISTORY, message="No such session.")
+    try:
+        result = manager.fold_session(agent, session_id, user_id=user_id)
+    except ConfigError as exc:
+        return CompactionResult(status=CompactionStatus.NOT_ENABLED, message=str(exc))
+    if result.status == NO_SESSION:
+        return CompactionResult(status=CompactionStatus.NO_HISTORY, message="No such session.")
+    if result.status != FOLDED:  # nothing to fold, or a run of the session is going: try again later
+        return CompactionResult(status=CompactionStatus.NOTHING_TO_FOLD, message=result.message)
+    record = CompactionRecord(
+        messages_compacted=result.folded_messages,
+        summary=result.summary or "",
+        id=None if result.record_id is None else str(result.record_id),
+        archived=True,  # every folded message stays in the session's stored runs
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+    )
+    return CompactionResult(status=CompactionStatus.COMPACTED, message=result.message, record=record)

@@ -167,6 +167,9 @@ def check_options(manager: Any) -> None:
     _counter(m.token_counter)
     if not _is_real(m.summarizer_timeout) or m.summarizer_timeout <= 0:
         raise _bad("summarizer_timeout", m.summarizer_timeout, "a finite number of seconds > 0")
+    share = m.background_summary_at
+    if share is not None and (not _is_real(share) or not 0.05 <= share <= 1.0):
+        raise _bad("background_summary_at", share, "None or a number from 0.05 to 1.0")
     _callable("on_fold", m.on_fold)
     _store(m.store)
     _bool("persist", m.persist)
@@ -178,6 +181,7 @@ def check_options(manager: Any) -> None:
     _bool("output_guidance", m.output_guidance)
     _int("overflow_retries", m.overflow_retries, 0, 10)
     _bool("search_tool", m.search_tool)
+    _bool("fold_tool", m.fold_tool)
     if m.cache_rate is not None:
         if not _is_real(m.cache_rate) or not 0.0 <= m.cache_rate <= 1.0:
             raise _bad("cache_rate", m.cache_rate, "None or a number from 0 to 1")
@@ -213,6 +217,7 @@ CHECKED: tuple[str, ...] = (
     "min_summary_tokens",
     "token_counter",
     "summarizer_timeout",
+    "background_summary_at",
     "on_fold",
     "store",
     "persist",
@@ -223,6 +228,7 @@ CHECKED: tuple[str, ...] = (
     "output_guidance",
     "overflow_retries",
     "search_tool",
+    "fold_tool",
     "payback_calls",
     "prompt_caching",
     "price_model",

@@ -1,5 +1,5 @@
-"""The command line's databases: ``--db`` opened read-only as the agno db that wrote it, and every database error
-met while reading it turned into one line and exit code 2.
+"""The command line's databases: ``--db`` opened read-only as the agno db that wrote it (writable only for
+``fold --apply``), and every database error met while reading it turned into one line and exit code 2.
 
 ``--db`` is a SQLite file, a ``JsonDb`` folder or a URL whose scheme picks agno's class (``SCHEMES``): every
 database the library writes fold records to. Messages name a URL with its password masked.
@@ -195,15 +195,16 @@ def _unsupported(spec: str, scheme: str) -> typer.Exit:
     )
 
 
-def open_db(spec: str, *, schema: str | None = None) -> Any:
+def open_db(spec: str, *, schema: str | None = None, writable: bool = False) -> Any:
     """The agno db for ``--db`` (a SQLite file, a ``JsonDb`` folder or a URL of ``SCHEMES``), opened read-only.
 
     SQL connections run every statement in a read-only transaction; a SQLite file is opened without leaving a
-    side file; a ``JsonDb`` folder and Redis are only read (agno reads them without writing).
+    side file; a ``JsonDb`` folder and Redis are only read (agno reads them without writing). ``writable`` opens
+    it as the agent does instead (``fold --apply`` writes a fold record); the same checks hold.
     """
     _text_option("--db", spec)
     if "://" not in spec:
-        return _open_path(Path(spec))
+        return _open_path(Path(spec), writable=writable)
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -219,13 +220,13 @@ def open_db(spec: str, *, schema: str | None = None) -> Any:
             raise fail(f"{spec}: no file in the URL")
         if Path(url.database).is_dir():
             raise fail(f"{url.database}: a directory, not a SQLite file (a JsonDb folder is given as a path)")
-        return _open_path(Path(url.database))
+        return _open_path(Path(url.database), writable=writable)
     if SCHEMES[backend] == "RedisDb":
         return _open_redis(spec, prefix=schema or "agno")
-    return _open_sql(spec, backend, schema=schema or "ai")
+    return _open_sql(spec, backend, schema=schema or "ai", writable=writable)
 
 
-def _open_path(path: Path) -> Any:
+def _open_path(path: Path, *, writable: bool = False) -> Any:
     if path.is_dir():
         if not is_json_db(path):
             raise fail(
@@ -242,7 +243,7 @@ def _open_path(path: Path) -> Any:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
 
-    uri = read_only_uri(path)
+    uri = read_only_uri(path) if not writable else f"file:{quote(str(path.resolve()), safe='/')}?mode=rw"
     engine = create_engine(
         "sqlite://",  # the URI goes to sqlite3 as is: no URL parsing of the path
         creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
@@ -254,13 +255,15 @@ def _open_path(path: Path) -> Any:
     return SqliteDb(db_engine=engine)
 
 
-def _open_sql(spec: str, backend: str, *, schema: str) -> Any:
+def _open_sql(spec: str, backend: str, *, schema: str, writable: bool = False) -> Any:
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import SQLAlchemyError
 
     label = source_label(spec)
     try:
-        if backend == "postgresql":  # every statement runs in a read-only transaction: inspecting never writes
+        if writable:
+            engine = create_engine(spec)
+        elif backend == "postgresql":  # every statement runs in a read-only transaction: inspecting never writes
             engine = create_engine(spec, connect_args={"options": "-c default_transaction_read_only=on"})
         else:
             engine = create_engine(spec)

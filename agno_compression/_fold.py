@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agno.models.message import Message
 
@@ -28,6 +28,7 @@ from ._plan import (
     recent_start,
 )
 from ._records import FoldRecorder
+from ._requested_fold import AGENT_TAG
 from ._runs import RunState
 from ._shortening import shorten_kept
 from ._stats import Stats
@@ -66,8 +67,25 @@ def account(response: Any, model: Any, run_metrics: RunMetrics | None) -> None:
     accumulate_model_metrics(response, model, ModelType.COMPRESSION_MODEL, run_metrics)
 
 
+class Prepared(NamedTuple):
+    """A fold's summary requests prepared before the fold (``_background``): the plan they cover, who answers them."""
+
+    plan: FoldPlan
+    summarizer: Summarizer
+    requests: list[tuple[str, SummaryRequest]]
+
+
+class Ahead(Protocol):
+    """Where a fold finds a summary prepared before it (``_background.Background``)."""
+
+    def take(self, folder: Folder, state: RunState, plan: FoldPlan, run_metrics: Any) -> Prepared | None: ...
+
+
 class Folder(Trigger):
     """Folds live lists by the options of ``config``, recording each fold with ``recorder``."""
+
+    ahead: Ahead | None = None
+    """Summaries prepared while the run went on (``background_summary_at``); ``None``: asked at the fold."""
 
     def __init__(self, config: FoldConfig, recorder: FoldRecorder, stats: Stats) -> None:
         self.config = config
@@ -123,7 +141,7 @@ class Folder(Trigger):
         call over the budget while something can still be folded or shortened.
         """
         plan = self.plan(state)
-        if self._mask_enough(state, plan):
+        if state.asked is None and self._mask_enough(state, plan):  # the agent asked for a summary: no mask only
             return
         summarizer, tag = self.config.strategy.summarizer, ""
         if summarizer is None:
@@ -138,11 +156,18 @@ class Folder(Trigger):
                     fallback.name,
                 )
         summaries: dict[str, Summary] = {}
+        ahead = self.ahead.take(self, state, plan, run_metrics) if self.ahead is not None else None
+        plan = ahead.plan if ahead is not None else plan  # the span its summary covers: this fold's, or less
         held = self._working_set(state, plan, self.budget(state)) if plan.has_work else ""
-        if plan.has_work:
+        if ahead is not None:  # its summary was written while the run went on: waited for only if still running
+            for kind, request in ahead.requests:
+                summaries[kind] = yield ahead.summarizer, request
+        elif plan.has_work:
             for kind, request in self._requests(state, plan, summarizer=summarizer, held=held):
                 summaries[kind] = yield summarizer, request
-        self._apply(state, plan, summaries, run_metrics, tag=("tight:" if state.tight else "") + tag, held=held)
+        asked = AGENT_TAG if state.asked is not None else "tight:" if state.tight else ""
+        state.asked = None  # asked once, folded once
+        self._apply(state, plan, summaries, run_metrics, tag=asked + tag, held=held)
 
     def recover(
         self, state: RunState, attempt: int, run_metrics: Any, fallback: Summarizer
@@ -254,6 +279,7 @@ class Folder(Trigger):
                 cap_tokens=max(tokens, cap),
                 names=names,
                 held=held,
+                instructions=state.asked,
             )
 
         if plan.history and plan.steps and not isinstance(summarizer, ExtractiveSummarizer):
@@ -406,6 +432,8 @@ class Folder(Trigger):
         kind = {"mask": "masks", "shorten": "shortened"}.get(event.strategy, "folds")
         if kind != "shortened":  # outputs shortened are counted one by one, whichever pass shortened them
             self.stats.add(kind)
+        if event.strategy.startswith(AGENT_TAG):
+            self.stats.add("agent_folds")
         self.stats.add("shortened", len(event.shortened_ids))
         self.stats.add("messages_folded", len(event.folded_ids))
         self.stats.add("tokens_saved", max(0, event.tokens_before - event.tokens_after))

@@ -137,8 +137,15 @@ def _fold_row(fold: dict[str, Any], *, ids: bool, full: bool) -> list[Text]:
     ]
 
 
+def _where(fold: dict[str, Any]) -> str:
+    """Where a fold of a run came: before which of its calls, or after it (a fold on request, between runs)."""
+    if fold["before_call"]:
+        return f"before call {fold['before_call']}"
+    return "after the run" if fold["reason"] == "request" else "before call -"
+
+
 def _fold_block(fold: dict[str, Any], *, ids: bool, full: bool) -> list[RenderableType]:
-    head = Text(f"before call {fold['before_call'] or '-'} · {REASONS[fold['reason']]} · ")
+    head = Text(f"{_where(fold)} · {REASONS[fold['reason']]} · ")
     head.append_text(data_text(fold["strategy"], line=True))
     head.append(f" · {fold['tokens_before']:,} -> {fold['tokens_after']:,} tokens · ")
     head.append(f"{plural(int(fold['folded']), 'message')} folded")

@@ -12,10 +12,9 @@ Compression never breaks a run: any failure degrades (model summary -> extractiv
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,14 +22,17 @@ from agno.compression.manager import CompressionManager as AgnoCompressionManage
 from agno.models.message import Message
 
 from ._archive import SEARCH_TOOL_NAME, search_folded, search_tool_function
+from ._background import Background
 from ._checkpoints import guard_checkpoints
 from ._compat import (
     add_client_tool,
+    add_guidance,
     check_attachable,
     compaction_handles_overflow,
     label,
     note_overflow_owner,
     release,
+    route_compaction,
     take_withheld,
     walk,
     withhold_tool,
@@ -40,12 +42,13 @@ from ._deletion import guard_deletes
 from ._events import FoldEvent
 from ._exceptions import ConfigError
 from ._fold import Folder, account
-from ._observations import OUTPUT_GUIDANCE, ObservationPolicy
+from ._observations import ObservationPolicy
 from ._plan import drop_failed_calls, find_current_user, is_summary, retain_turns
 from ._policies import PolicyAnswer, PolicyCall, aapply_policy, apply_policy, police
 from ._prompt_cache import PromptCaching, guard_prompt_cache
 from ._records import FoldRecorder
 from ._recovery import guard_overflow
+from ._requested_fold import FOLD_TOOL_NAME, FoldResult, ask_fold, fold_session, fold_tool_function
 from ._runner import SummarizerRunner, adrive, degrades, drive
 from ._runs import RunRegistry, RunState
 from ._stats import Stats
@@ -108,6 +111,9 @@ class CompressionManager(AgnoCompressionManager):
     """Counts prompts; default: exact tiktoken counts for the agent's model, offline."""
     summarizer_timeout: float = 120.0
     """Seconds a summarizer may take before the fold falls back to the extractive summary."""
+    background_summary_at: float | None = None
+    """With an ``LLMSummarizer``: at this share of ``compress_at_tokens`` (0.7 is a good start) the next fold's summary
+    starts in the background, so the fold need not wait for it (``_background``); ``None``: written at the fold."""
     on_fold: Callable[[FoldEvent, Sequence[Message]], None] | None = None
     """Called after each fold with the event and the folded original messages."""
     store: CompressionStore | None = None
@@ -129,6 +135,9 @@ class CompressionManager(AgnoCompressionManager):
     """When the provider rejects a prompt as too long: fold harder and retry this many times (0: off)."""
     search_tool: bool = True
     """Give the agent ``search_folded_history`` to read the exact originals of what was folded."""
+    fold_tool: bool = False
+    """Give the agent ``fold_context(keep)``: it folds its context before its next step, at a boundary it chooses
+    (a subtask done), the summary keeping first what it names."""
     payback_calls: int | None = 3
     """Fold before the budget is reached when the fold pays for the prompt cache it breaks (and for the
     summarizer's own tokens) within this many model calls; ``None`` folds only when the budget is exceeded."""
@@ -154,10 +163,13 @@ class CompressionManager(AgnoCompressionManager):
         self._runner = SummarizerRunner(timeout=self.summarizer_timeout, stats=self.stats)
         self._records = FoldRecorder(store=self.store, cooldown=self.store_cooldown, stats=self.stats)
         self._folder = Folder(self, self._records, self.stats)
+        self._background = Background(self.background_summary_at, self.summarizer_timeout, self.stats)
+        self._folder.ahead = self._background  # the next fold's summary, written while the run goes on
         self._caching = PromptCaching(enabled=self.prompt_caching, price_model=self.price_model)
         self._counters: dict[str, TokenCounter] = {}
         self._compaction_agents: set[str] = set()  # ids of agents whose agno Compaction handles overflow
         self._search_tool = search_tool_function(self.search_folded)  # offered to each run by prepare_run
+        self._fold_tool = fold_tool_function(lambda ctx, keep: ask_fold(self._runs.find(ctx.messages), keep))
 
     # --- wiring --------------------------------------------------------------------------------------
 
@@ -175,6 +187,7 @@ class CompressionManager(AgnoCompressionManager):
 
     def _wire(self, target: Any) -> None:
         release(target, self)  # a manager attached before: its hooks go, its model wrappers serve this one
+        route_compaction()  # agno's compact() (AgentOS's .../compact route) folds with the manager it finds attached
         target.compression_manager = self
         target.compress_tool_results = True
         if target.model is not None:
@@ -198,7 +211,7 @@ class CompressionManager(AgnoCompressionManager):
         # search_folded_history is offered per run by prepare_run, not kept in target.tools: to_dict/from_dict
         # (AgentOS, saved configs) then need no registry entry for it
         if self.output_guidance:
-            self._add_guidance(target)
+            add_guidance(target)
         target.post_hooks = _with(target.post_hooks, self.restore_run_messages)
         target.pre_hooks = _with(target.pre_hooks, self.register_run, self.prepare_run)
         if isinstance(self.strategy.summarizer, LLMSummarizer) and self.strategy.summarizer.model is None:
@@ -207,18 +220,6 @@ class CompressionManager(AgnoCompressionManager):
 
         # Streamed usage counted once, for the agent's and the summarizer's models (members' via walk()).
         fix_known_stream_usage(target.model, self.model, getattr(self.strategy.summarizer, "model", None))
-
-    @staticmethod
-    def _add_guidance(target: Any) -> None:
-        instructions = target.instructions
-        if instructions is None:
-            target.instructions = [OUTPUT_GUIDANCE]
-        elif isinstance(instructions, str):
-            target.instructions = (
-                [instructions, OUTPUT_GUIDANCE] if OUTPUT_GUIDANCE not in instructions else instructions
-            )
-        elif isinstance(instructions, list) and OUTPUT_GUIDANCE not in instructions:
-            target.instructions = [*instructions, OUTPUT_GUIDANCE]
 
     def counter_for(self, model: Model | None) -> TokenCounter:
         """The token counter used for ``model``'s prompts."""
@@ -239,6 +240,22 @@ class CompressionManager(AgnoCompressionManager):
         trace span has gone through the span processors (no run waits for those)."""
         self._records.drain()
         drain_spans()
+
+    def fold_session(
+        self,
+        target: Any,
+        session_id: str,
+        instructions: str | None = None,
+        *,
+        apply: bool = True,
+        wait: float = 0.0,
+        user_id: str | None = None,
+    ) -> FoldResult:
+        """Fold a stored session's history now, as its next run's history fold would, into one summary that keeps
+        ``instructions`` first (``target``: the agent, team or agno db holding it). ``apply=False`` is a dry run.
+        While a run of the session is going it waits up to ``wait`` seconds, then answers ``busy``
+        (``docs/sessions.md``)."""
+        return fold_session(self, target, session_id, instructions, apply=apply, wait=wait, user_id=user_id)
 
     def price_for(self, model: Model | None) -> PriceModel:
         """What ``model``'s provider bills (``price_model``, else the table's row), ``cache_rate`` applied."""
@@ -262,6 +279,8 @@ class CompressionManager(AgnoCompressionManager):
         agent whose agno Compaction answers overflow, so a model shared with other agents defers for it."""
         if self.search_tool:
             add_client_tool(run_context, self._search_tool, SEARCH_TOOL_NAME)
+        if self.fold_tool:
+            add_client_tool(run_context, self._fold_tool, FOLD_TOOL_NAME)
         note_overflow_owner(self, agent)
 
     def restore_run_messages(
@@ -304,6 +323,7 @@ class CompressionManager(AgnoCompressionManager):
         for response, model in state.policy_usage:
             self.stats.guard("accounting policy usage", functools.partial(account, response, model, metrics))
         self.stats.guard("mirroring session totals", lambda: self._records.mirror(state.context, session))
+        self.stats.guard("settling background summaries", lambda: self._background.forget(state, metrics))
 
     def keep_paused_run(self, live: list[Message], run_response: Any) -> None:
         """After a model loop: if the run paused, put every message it ever held back into ``live``.
@@ -335,33 +355,6 @@ class CompressionManager(AgnoCompressionManager):
         """Add what the provider reported for this run's model calls to ``stats`` (``Stats.count_usage``)."""
         self.stats.count_usage(state.ledger, self.price_for(state.model))
 
-    @contextlib.contextmanager
-    def checkpoint_view(self, live: list[Message]) -> Iterator[None]:
-        """While agno checkpoints a running run, ``live`` holds every message of the run, not the folded view.
-
-        agno's ``after_tool_results`` callback stores the run from the live list; after a fold that list
-        lacks the folded messages, so each checkpoint would overwrite the previous one with less.
-        """
-        folded_view: list[Message] | None = None
-        originals: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-        try:
-            state = self._runs.find(live)
-            if state is not None:
-                self._records.flush(state.context)  # the stored run's folds are stored with it
-                originals = state.original_calls()  # call arguments shortened in context are stored whole
-                full = state.full_run(live[:])
-                if len(full) != len(live) or any(a is not b for a, b in zip(full, live, strict=True)):
-                    folded_view = live[:]
-                    live[:] = full
-        except Exception as exc:  # never break a run: the checkpoint then stores the folded view
-            log.warning("agno-compression: could not restore folded messages for a checkpoint: %s", exc)
-        try:
-            with originals:
-                yield
-        finally:
-            if folded_view is not None:
-                live[:] = folded_view
-
     # --- agno's hooks: before each model call --------------------------------------------------------
 
     @degrades("token count failed, not folding this call", False)
@@ -387,7 +380,7 @@ class CompressionManager(AgnoCompressionManager):
         self._hold_search_tool(state, messages, tools)
         state.observe()
         yield from police(self.observations, state, messages, self.stats)
-        return self._folder.over_budget(state, messages)
+        return self._background.after_check(self._folder, state, self._folder.over_budget(state, messages))
 
     def _hold_search_tool(self, state: RunState, messages: list[Message], tools: list[Any] | None) -> None:
         """Keep the search tool out of this loop's prompt (and count) until the session has folded, unless the

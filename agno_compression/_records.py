@@ -25,6 +25,13 @@ from ._runs import RunOwner
 from ._sessions import stored_ids_of
 from ._stats import Stats
 from ._stores import CompressionRecord, CompressionStore, SessionDataStore, load_counted, store_for
+from ._stores._leases import FOLD, RUN, leases_of
+
+RUN_LEASE_SECONDS = 15 * 60
+"""How long a run's lease on its session lasts without a fold renewing it: a run that died blocks folds on request
+of its session for at most this long."""
+FOLD_WAIT_SECONDS = 600.0
+"""Longest a starting run waits for a fold on request of its session to end (the fold's lease expires sooner)."""
 
 log = logging.getLogger("agno_compression")
 
@@ -54,6 +61,7 @@ class FoldRecorder:
         self._stores: dict[int, tuple[Any, CompressionStore | None]] = {}
         self._down_until: dict[int, float] = {}
         self._writer: ThreadPoolExecutor | None = None
+        self._lease_warned: dict[int, float] = {}
 
     def _submit(self, write: Any, *args: Any) -> Future[None]:
         with self._lock:
@@ -125,6 +133,7 @@ class FoldRecorder:
         try:
             if owner is None or owner.store is None or not self.usable(owner.store):
                 return messages
+            lease_failed = self.enter(owner) if fresh else None
             try:
                 # A fold counts only if its run or the messages it folded were stored (a run killed before agno
                 # saved it leaves records behind): checked against the ids agno already loaded with the session.
@@ -138,12 +147,41 @@ class FoldRecorder:
                 self.failed(owner.store)
                 raise
             owner.loaded = loaded
+            if lease_failed is not None and time.monotonic() >= self._lease_warned.get(id(owner.store), 0.0):
+                self._lease_warned[id(owner.store)] = time.monotonic() + self.cooldown  # once per cooldown
+                log.warning("agno-compression: could not take the run's lease on its session: %s", lease_failed)
             if not loaded.folds:
                 return messages
             return filter_folded(messages, loaded.folded_ids, loaded.summary if owner.history else None)
         except Exception as exc:
             log.warning("agno-compression: could not load the session's compression records: %s", exc)
             return messages
+
+    def enter(self, owner: RunOwner) -> Exception | None:
+        """Take the run's lease on its session, then wait while a fold on request holds the session, so the run loads
+        the history that fold leaves (``_stores._leases``: take first, then look, as the fold does). A failure is
+        returned, not raised: the run goes on (and its store's own load then says whether the database is down)."""
+        leases = leases_of(owner.store)
+        holder = owner.run_id or f"run-{id(owner)}"
+        try:
+            leases.take(owner.session_id, holder, RUN, RUN_LEASE_SECONDS)
+            owner.lease = holder
+            deadline = time.monotonic() + FOLD_WAIT_SECONDS
+            while leases.live(owner.session_id, FOLD) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except Exception as exc:  # never break a run: it then runs as if no fold on request could come
+            return exc
+        return None
+
+    def leave(self, owner: RunOwner | None) -> None:
+        """Release the run's lease (after its records are written)."""
+        if owner is None or owner.lease is None:
+            return
+        holder, owner.lease = owner.lease, None
+        try:
+            leases_of(owner.store).release(owner.session_id, holder)
+        except Exception as exc:  # the lease expires by itself
+            log.warning("agno-compression: could not release the run's lease on its session: %s", exc)
 
     def record_late(self, owner: RunOwner | None, events: list[FoldEvent]) -> None:
         """Queue the records of folds made before the run's owner was known, with the session's totals so far.
@@ -207,6 +245,11 @@ class FoldRecorder:
             return
         self.stats.add("records_written")
         owner.written.append(event)
+        if owner.lease is not None:  # a fold renews the run's lease
+            try:
+                leases_of(owner.store).take(owner.session_id, owner.lease, RUN, RUN_LEASE_SECONDS)
+            except Exception as exc:
+                log.warning("agno-compression: could not renew the run's lease on its session: %s", exc)
 
     def mirror(self, owner: RunOwner | None, session: Any) -> None:
         """Mirror the session's compression totals into ``session_data``, readable without our table.
@@ -214,6 +257,7 @@ class FoldRecorder:
         The totals are the ones loaded when the run started plus the run's own records: no second query.
         """
         self.flush(owner)
+        self.leave(owner)
         if owner is None or session is None or owner.loaded is None:
             return
         start, written = owner.loaded, owner.written

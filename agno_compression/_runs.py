@@ -53,6 +53,8 @@ class RunOwner:
     """Records of this run's folds still being written."""
     written: list[FoldEvent] = field(default_factory=list)
     """This run's folds whose records are written, in order."""
+    lease: str | None = None
+    """The holder name of the run's lease on its session (``_stores._leases``), while it holds one."""
 
 
 @dataclass
@@ -99,9 +101,11 @@ class RunState:
     walk: Walk | None = None
     """What the run has in hand for the working set, walked as messages come (``_held.estimate``)."""
     growth: list[int] = field(default_factory=list)
+    """Tokens each model call's prompt added over the previous call's as sent (calls right after a fold too)."""
     tight: bool = False
     """The system messages, tools and request leave no workable room under the budget (warned once)."""
-    """Tokens each model call's prompt added over the previous call's as sent (calls right after a fold too)."""
+    asked: str | None = None
+    """What the agent asked to keep when it called ``fold_context``: the next model call folds first."""
     cache_tail: tuple[int, int] | None = None
     """Where the previous request of this loop had its newest block, and how many folds had happened then: a
     cache breakpoint there is still valid while no fold came in between (``_prompt_cache``)."""

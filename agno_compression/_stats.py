@@ -36,6 +36,9 @@ STATS_KEYS: tuple[str, ...] = (
     "tokens_saved",
     "summarizer_calls",
     "summarizer_failures",
+    "background_summaries",
+    "background_misses",
+    "background_late_tokens",
     "overflow_retries",
     "budget_too_small",
     "observations_rewritten",
@@ -49,6 +52,9 @@ STATS_KEYS: tuple[str, ...] = (
     "cache_read_tokens",
     "cache_write_tokens",
     "billed_input_tokens",
+    "request_folds",
+    "agent_folds",
+    "provider_compaction",
 )
 """The counters of ``CompressionManager.stats`` (documented in docs/configuration.md)."""
 

@@ -31,6 +31,7 @@ from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name
 from ._plan import HISTORY, PROGRESS, is_summary
 from ._reading import _EXIT
 from ._summary_text import (
+    KEPT_SECTION,
     NAMES_SHARE,
     PROGRESS_HEADER,
     READ_SHARE,
@@ -71,6 +72,10 @@ class SummaryRequest:
     """The names in use after this span, newest first, with those of every earlier fold of the run (the manager
     keeps them between folds, where a summary's text holds only what fit); ``None``: built from ``messages`` and
     ``previous``."""
+
+    instructions: str | None = None
+    """What the fold was asked to keep (a fold on request, or the agent's ``fold_context``): the extractive summary
+    lists it with the lines of the span that name what it names first; a model is told it in its prompt."""
 
     def names_in_use(self) -> _names.Names:
         """``names``, or the names of ``messages`` on top of ``previous``'s."""
@@ -172,6 +177,7 @@ class ExtractiveSummarizer:
             count=request.count_tokens,
             cap_tokens=request.cap_tokens,
             held=request.held,
+            kept=[*sections.get(KEPT_SECTION, []), *kept_lines(request.messages, request.instructions)],
         )
         return Summary(text=text, strategy=self.name)
 
@@ -193,6 +199,39 @@ class ExtractiveSummarizer:
         body = "; ".join(parts)
         quoted = " | ".join(dict.fromkeys(errors + tail))
         return f"- result {name} [{message.tool_call_id or '-'}]: {body}" + (f' » "{quoted}"' if quoted else "")
+
+
+_WORD = re.compile(r"[A-Za-z_][\w./:-]{3,}")
+_COMMON = frozenset(  # words of instructions that name nothing
+    re.findall(
+        r"\w+",
+        "keep that this with what from about into them they their there where which while have been were will would "
+        "should could only also just more most some such than then when your yours file files line lines",
+    )
+)
+KEPT_LINES = 12
+"""Lines of the folded span a fold's instructions keep at most (besides the instructions themselves)."""
+
+
+def kept_lines(messages: Sequence[Message], instructions: str | None) -> list[str]:
+    """The instructions as one line, then the lines of ``messages`` naming what they name (the words of four letters
+    or more that are not common; a rarer word weighs more), best and newest first, at most ``KEPT_LINES``."""
+    if not instructions or not instructions.strip():
+        return []
+    terms = {w.lower().rstrip(".:") for w in _WORD.findall(instructions)} - _COMMON
+    found: dict[str, tuple[frozenset[str], int]] = {}
+    for order, m in enumerate(messages):
+        if is_summary(m) or m.role in ("system", "developer"):
+            continue
+        for line in message_text(m, use_compressed_content=False).splitlines():
+            low = line.lower()
+            named = frozenset(t for t in terms if t in low)
+            if named:
+                found[one_line(line.strip(), 200)] = (named, order)
+    lines_with = {t: sum(1 for named, _ in found.values() if t in named) for t in terms}
+    score = {k: (sum(1 / lines_with[t] for t in named), order) for k, (named, order) in found.items()}
+    best = sorted(score, key=score.__getitem__, reverse=True)[:KEPT_LINES]
+    return [f"- asked to keep: {one_line(instructions, 400)}", *(f'- » "{line}"' for line in best)]
 
 
 # --- llm -------------------------------------------------------------------------------------------
@@ -252,6 +291,8 @@ class LLMSummarizer:
         user = ""
         if request.previous:
             user += f"Previous summary:\n{_without_ledger(strip_header(request.previous))}\n\n"
+        if request.instructions:  # from the user (a fold on request) or the agent (fold_context): keep it first
+            user += f"Keep first, as asked for this fold: {request.instructions.strip()}\n\n"
         user += "Conversation to fold:\n" + render_transcript(
             request.messages, max_chars_per_message=self.max_chars_per_message
         )

@@ -34,7 +34,10 @@ def strip_header(text: str) -> str:
     return text.strip()
 
 
+KEPT_SECTION = "Kept on request"
+"""What a fold's instructions asked to keep (``SummaryRequest.instructions``), carried by every later summary."""
 _SECTION_ORDER = (
+    KEPT_SECTION,
     "Earlier summary",
     "User requests",
     _ledger.SECTION,
@@ -50,6 +53,8 @@ READ_SHARE = 0.05
 """Share of a summary's budget that what was read may take (after the ledger, before the names in use)."""
 NAMES_SHARE = 0.65
 """Share of a summary's budget the names in use may take (after what was read, before the steps)."""
+KEPT_SHARE = 0.3
+"""Share of a summary's budget what folds were asked to keep may take (the newest kept first)."""
 REQUEST_SHARE = 0.25
 """Share of a summary's budget the user requests may take: the first request and the newest that fit stay, the
 ones between are counted (a session of hundreds of runs must not grow its summary with every request)."""
@@ -129,6 +134,7 @@ def fit(
     count: Callable[[str], int],
     cap_tokens: int | None = None,
     held: str = "",
+    kept: list[str] | None = None,
 ) -> str:
     """Render within ``max_tokens``: the ledger first, then what was read (at most ``READ_SHARE`` of the
     budget), then the names in use that the ledger and the reading do not hold (at most ``NAMES_SHARE``), then
@@ -137,11 +143,13 @@ def fit(
 
     Older steps are condensed (consecutive calls of one tool grouped) before any is dropped; dropped steps
     are counted in one line. The user requests keep the first and the newest that fit in ``REQUEST_SHARE``;
-    requests and the latest state are cut to shorter lines last.
+    requests and the latest state are cut to shorter lines last. What a fold was asked to keep (``kept``) comes
+    first, the newest within ``KEPT_SHARE``.
     """
     requests = _condense_requests(requests, int(max_tokens * REQUEST_SHARE), count)
     earlier = _cut_lines(earlier, int(max_tokens * REQUEST_SHARE), count)
-    room = max(50, max_tokens - count(header) - count("\n".join([*requests, *latest, *earlier])) - 20)
+    kept = _cut_lines(kept or [], int(max_tokens * KEPT_SHARE), count)
+    room = max(50, max_tokens - count(header) - count("\n".join([*kept, *requests, *latest, *earlier])) - 20)
     ledger_budget = min(room, max(50, int(max_tokens * LEDGER_SHARE)))
     slack = max(0, (cap_tokens or max_tokens) - max_tokens)
     ledger_lines = _ledger.render(ledger, ledger_budget, count, cap=room + slack)
@@ -149,6 +157,7 @@ def fit(
     read_lines = _reading.render(reading, min(left - 40, int(max_tokens * READ_SHARE)), count)
     left -= count("\n".join(read_lines))
     parts: dict[str, list[str]] = {
+        KEPT_SECTION: kept,
         "Earlier summary": earlier,
         "User requests": requests,
         _ledger.SECTION: ledger_lines,

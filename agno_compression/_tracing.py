@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._events import FoldEvent
+from ._requested_fold import AGENT_TAG, REQUEST_TAG
 
 if TYPE_CHECKING:
     from ._runs import RunState
@@ -43,10 +44,12 @@ ATTRIBUTES = {
     "session.id": "the agno session id (OpenInference), when the run has one",
     "gen_ai.conversation.id": "the same session id (OpenTelemetry GenAI conventions)",
     "agno_compression.reason": "budget (the prompt was over it), early (the fold paid for the prompt cache it broke), "
-    "tight (the system messages, tools and request leave no room under the budget) or overflow (a retry after the "
-    "provider rejected the prompt as too long)",
+    "tight (the system messages, tools and request leave no room under the budget), overflow (a retry after the "
+    "provider rejected the prompt as too long), agent (the agent asked for it: fold_context) or request (folded on "
+    "request between runs: fold_session)",
     "agno_compression.strategy": "what wrote the summary: extractive, llm, ..., <name>->extractive after a fallback; "
-    "overflow:... for a retry, tight:... for a run with no room under the budget",
+    "overflow:... for a retry, tight:... for a run with no room under the budget, agent:... when the agent asked, "
+    "request:... for a fold on request",
     "agno_compression.fallback": "true when the configured summarizer failed and the extractive summary was used",
     "agno_compression.tokens.before": "prompt tokens before the fold",
     "agno_compression.tokens.after": "prompt tokens after the fold",
@@ -114,8 +117,22 @@ def _version() -> str | None:
         return None
 
 
+def asked_reason(strategy: str) -> str | None:
+    """``"request"`` for a fold made on request (``fold_session``), ``"agent"`` for one the agent asked for, else
+    ``None`` (a fold the budget or the cache called for)."""
+    if strategy.startswith(REQUEST_TAG):
+        return "request"
+    if strategy.startswith(AGENT_TAG):
+        return "agent"
+    return None
+
+
 def reason(event: FoldEvent) -> str:
-    """Why a fold happened: ``overflow``, ``tight``, ``budget`` or ``early`` (the page's and ``inspect``'s rule)."""
+    """Why a fold happened: ``request``, ``agent``, ``overflow``, ``tight``, ``budget`` or ``early`` (the page's and
+    ``inspect``'s rule)."""
+    asked = asked_reason(event.strategy)
+    if asked is not None:
+        return asked
     if event.strategy.startswith("overflow:"):
         return "overflow"
     if event.strategy.startswith("tight:"):

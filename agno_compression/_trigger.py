@@ -11,6 +11,7 @@ from agno.models.message import Message
 
 from . import _held, _working_set
 from ._plan import SYSTEM_ROLES, FoldPlan
+from ._provider_compaction import WHY, provider_compaction
 from ._runs import EARLY_FOLD_GAP, RunState
 from ._shortening import parts
 from ._stats import Stats
@@ -80,12 +81,16 @@ class Trigger:
     def over_budget(self, state: RunState, messages: list[Message]) -> bool:
         """Count the prompt of this model call; True when it should be folded first."""
         state.calls += 1
+        if self._left_to_provider(state):
+            return False
         self._calibrate(state, messages)
         previous = state.sent_tokens
         state.prompt_tokens = state.sent_tokens = self.count(state, messages)
         if state.calls > 1:
             state.growth.append(max(0, state.prompt_tokens - previous))
         limit = self.budget(state)
+        if state.asked is not None:  # the agent called fold_context: fold now, whatever the size
+            return True
         if state.prompt_tokens > limit and (fixed := self._no_room(state, messages, limit)) is not None:
             # over the budget anyway: fold now and then, not at every call, unless a whole budget came in since
             floor = state.stuck_at if state.stuck_at is not None else max(fixed, limit)  # where the last fold left it
@@ -100,6 +105,28 @@ class Trigger:
                 return False
             state.stuck_at = state.stuck_on = None
         return state.prompt_tokens > limit or self._pays_to_fold(state)
+
+    def _left_to_provider(self, state: RunState) -> bool:
+        """True when the call's model has its provider's server-side compaction on: the provider compacts that
+        prompt, so it is neither counted nor folded here (two compactions of one prompt would fight; a fold would
+        also drop the compaction block the next request must carry). Counted in ``stats["provider_compaction"]``,
+        said once per model (docs/cost.md, "Provider compaction")."""
+        kind = provider_compaction(state.model)
+        if kind is None:
+            return False
+        self.stats.add("provider_compaction")
+        told: set[tuple[str, str, str]] = self.__dict__.setdefault("_told_provider_compaction", set())
+        key = (type(state.model).__name__, str(getattr(state.model, "id", "")), kind)
+        if key not in told:  # by class and id: an agent built per request does not log each time
+            told.add(key)
+            log.info(
+                "agno-compression: %s %s has %s on: its prompts are left to the provider, not folded at "
+                "compress_at_tokens (no double compaction); remove that setting to fold here instead",
+                key[0],
+                key[1],
+                WHY[kind],
+            )
+        return True
 
     def _no_room(self, state: RunState, messages: Sequence[Message], limit: int) -> int | None:
         """The tokens of the system messages, the tool definitions and the run's request when they leave less than

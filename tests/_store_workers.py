@@ -61,3 +61,36 @@ def run_folding_agent(
     barrier.wait(timeout=60)
     agent.run(f"worker {worker}: read the log")
     return manager.stats.get("folds", 0), folded, produced
+
+
+def run_slow_agent(target: DbTarget, session_id: str, reads: int, started: Any, release: Any) -> int:
+    """One run of a real Agent on ``session_id`` whose first read waits for ``release``: a run going on in another
+    process while the test folds the session on request. Returns how many tool outputs the run produced."""
+    from agno_compression import CompressionManager
+    from agno_compression.testing import WHOLE_SESSION, Reply, ToolCall, scripted_agent
+
+    produced: list[str] = []
+
+    def read_chunk(index: int) -> str:
+        """Read one chunk of a build log."""
+        if not produced:
+            started.set()
+            release.wait(60)
+        produced.append(f"slow run chunk {index}: ok")
+        return produced[-1]
+
+    def script(messages: Any, info: Any) -> Reply:
+        if info.call_index >= reads:
+            return Reply(text="slow run done")
+        return Reply(tool_calls=[ToolCall("read_chunk", {"index": info.call_index})])
+
+    agent, _ = scripted_agent(
+        script,
+        read_chunk,
+        manager=CompressionManager(compress_at_tokens=200_000),
+        db=target.open(),
+        session_id=session_id,
+        **WHOLE_SESSION,
+    )
+    agent.run("the slow run: read the log")
+    return len(produced)

@@ -51,6 +51,11 @@ EXAMPLES = (
         lines=24,
     ),
     Example(
+        "fold",
+        "agno-compression fold --db cookbook/out/multi_run_session.db --session ops-review",
+        lambda out: ["fold", "--db", str(out / "multi_run_session.db"), "--session", "ops-review"],
+    ),
+    Example(
         "eval",
         "agno-compression eval ../shared/trajectories -b 8000 -b 16000",
         lambda out: ["eval", "../shared/trajectories", "-b", "8000", "-b", "16000"],

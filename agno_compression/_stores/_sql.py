@@ -38,6 +38,7 @@ from ._base import (
     sid,
     why,
 )
+from ._leases import SQLLeases
 from ._tables import ADDED_COLUMNS, KNOWN_LOCK, KNOWN_TABLES, add_columns, columns_of, known_key, records_table
 
 log = logging.getLogger("agno_compression")
@@ -90,6 +91,8 @@ class SQLAlchemyStore:
         self._parsed_lock = threading.Lock()
         self.bad_rows = BadRows()
         """Rows skipped because a field did not read (``skipped``)."""
+        self.leases = SQLLeases(engine, self.schema, table_name)
+        """Which runs of a session are going and whether a fold on request holds it (``_leases``)."""
 
     @classmethod
     def from_url(cls, url: str, *, table_name: str = TABLE_NAME, schema: str | None = None) -> SQLAlchemyStore:

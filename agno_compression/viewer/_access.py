@@ -7,6 +7,10 @@ its own scope mappings and authorization provider (token scopes, managed roles, 
 check it applies to service accounts and the internal token, and then agno's user isolation
 (``get_scoped_user_id``): a caller who may read only their own sessions sees only those, and any other session is
 "no such session", as on AgentOS's ``/sessions/<id>``. Nothing is decided here that AgentOS does not decide.
+
+A write (the fold route, ``viewer_router(write=True)``) asks the question AgentOS asks for ``PATCH /sessions/<id>``
+(its session write: ``sessions:write`` by default), with the same user isolation: a caller who may write only their
+own sessions finds any other session "not found", as AgentOS's session writes answer.
 """
 
 from __future__ import annotations
@@ -41,33 +45,39 @@ def jwt_gate(app: Any) -> Any:
     return found
 
 
-async def authorize(request: Any, session_id: str | None = None) -> None:
-    """Raise the ``HTTPException`` AgentOS answers ``GET /sessions`` (or ``/sessions/<id>``) with for this caller;
-    else note on ``request.state`` whose sessions the caller reads (``SCOPED_USER``)."""
+WRITE = "PATCH"
+"""The method of AgentOS's session write whose authorization a fold gets (``PATCH /sessions/<id>``)."""
+
+
+async def authorize(request: Any, session_id: str | None = None, *, write: bool = False) -> None:
+    """Raise the ``HTTPException`` AgentOS answers ``GET /sessions`` (or ``/sessions/<id>``; with ``write``, its
+    session write ``PATCH /sessions/<id>``) with for this caller; else note on ``request.state`` whose sessions the
+    caller reads or writes (``SCOPED_USER``)."""
     from agno.os.auth import build_insufficient_permissions_detail
     from agno.os.middleware.user_scope import get_scoped_user_id
     from agno.os.scopes import has_required_scopes
     from fastapi.exceptions import HTTPException
 
     route = "/sessions" if session_id is None else f"/sessions/{quote(session_id, safe='') or '-'}"
+    method = WRITE if write else "GET"
     gate, state = jwt_gate(request.app), request.state
     if gate is not None and not getattr(state, "security_key_verified", False):  # the key: AgentOS's unscoped root
         scopes = list(getattr(state, "scopes", None) or [])
         if getattr(state, "service_account_name", None) is not None or getattr(state, "is_internal_service", False):
             # a service account's token scopes are its ACL, checked strictly (agno.os.auth._provider_for)
-            required = gate._get_required_scopes("GET", route)
+            required = gate._get_required_scopes(method, route)
             if required and not has_required_scopes(scopes, required, admin_scope=gate.admin_scope):
                 raise HTTPException(403, build_insufficient_permissions_detail(required), HEADERS)
         elif gate.authorization:
             origins = getattr(request.app.state, "cors_allowed_origins", None)
-            denied = await gate._acheck_scopes(request, "GET", route, scopes, request.headers.get("origin"), origins)
+            denied = await gate._acheck_scopes(request, method, route, scopes, request.headers.get("origin"), origins)
             if denied is not None:
                 raise HTTPException(denied.status_code, _detail(denied), HEADERS)
     setattr(state, SCOPED_USER, get_scoped_user_id(request))  # 403 when isolation is on and no identity is known
 
 
 def scoped_user(request: Any) -> str | None:
-    """Whose sessions this request may read, as ``authorize`` found (``None``: every user's)."""
+    """Whose sessions this request may read (or write), as ``authorize`` found (``None``: every user's)."""
     return getattr(request.state, SCOPED_USER, None)
 
 

@@ -123,7 +123,7 @@ def _legend(t: Timeline) -> str:
     ]
     if t.budget:
         keys.append(f'<span><i class="key budget"></i>budget {t.budget:,}</span>')
-    for reason in ("budget", "early", "overflow", "tight", "unknown"):
+    for reason in ("budget", "early", "overflow", "tight", "agent", "request", "unknown"):
         if reason in reasons:
             keys.append(f'<span><i class="key fold {reason}"></i>fold: {e(REASONS[reason])}</span>')
     if t.searches:
@@ -173,7 +173,9 @@ def _lane(t: Timeline, index: int, lane: Lane) -> str:
 
 
 def _strategy(strategy: str) -> str:
-    name = strategy.removeprefix("overflow:").removeprefix("tight:")
+    name = strategy
+    for tag in ("request:", "agent:", "overflow:", "tight:"):  # the reason column says why
+        name = name.removeprefix(tag)
     if "->" in name:
         first, fallback = name.split("->", 1)
         return f'{e(first)} → {e(fallback)} <span class="muted">(fallback)</span>'
@@ -219,13 +221,18 @@ def _original(m: Message, counter: TokenCounter) -> str:
 def _fold(t: Timeline, fold: Fold, counter: TokenCounter) -> str:
     r = fold.record
     lane = t.lanes[fold.lane] if fold.lane is not None else None
+    between = r.run_id is None and fold.lane is not None  # made between runs (on request): no run of its own
     run = f"{fold.run}" if fold.run is not None else "not stored"
+    if between:
+        run = f"after {fold.after}" if fold.after is not None else f"before {fold.run or 1}"
+    said = f"run {run}" if between else f"run {fold.run or '-'}"
     if lane is not None and lane.member:
         run += f' <span class="muted">{e(lane.name)}</span>'
     call = "-" if fold.call is None else (f"~{fold.call}" if fold.estimated else str(fold.call))
     where = "not placed" if fold.call is None else f"before call {fold.call}"
+    of = f" of {lane.name}" if lane is not None and lane.member else ""
     label = (
-        f"Fold {fold.number}: run {fold.run or '-'}{f' of {lane.name}' if lane is not None and lane.member else ''}, "
+        f"Fold {fold.number}: {said}{of}, "
         f"{where}, {REASONS[fold.reason]}, {r.strategy}, {r.tokens_before:,} to {r.tokens_after:,} tokens, "
         f"{plural(len(r.folded_ids), 'message')} folded"
     )
@@ -243,7 +250,15 @@ def _fold(t: Timeline, fold: Fold, counter: TokenCounter) -> str:
     notes = []
     if fold.estimated:
         notes.append("Placed by prompt size: this record predates the call number folds now keep.")
-    if fold.call is None and fold.run is not None:
+    if between:
+        after = f"after run {fold.after}" if fold.after is not None else "before the first run"
+        notes.append(
+            f"Folded between runs, {after}: the next run loaded this summary in place of the folded messages."
+            if fold.call is not None
+            else f"Folded between runs, {after}: the session's next run loads this summary in place of the folded "
+            "messages."
+        )
+    elif fold.call is None and fold.run is not None:
         notes.append("The call it came before was not stored (the run ended first).")
     return (
         f'<details class="fold" id="fold-{fold.number}" data-fold="{fold.number}" data-call="{fold.call or ""}" '
@@ -346,7 +361,10 @@ def _definitions(t: Timeline) -> str:
         "under it, folded because the fold pays for the prompt cache it breaks within <code>payback_calls</code>. "
         "Overflow retry: the provider rejected the prompt as too long. No room: the system messages, tool definitions "
         "and the request alone leave too little of the budget to fold into; the run's prompts exceed it and it folds "
-        "at most every five model calls.</dd></dl></section>"
+        "at most every five model calls. The agent asked: the agent called <code>fold_context</code> to fold before "
+        "its next step. On request: folded between runs by <code>fold_session</code> (<code>agno-compression "
+        "fold</code>, the viewer's fold route, AgentOS's compact route); the next run's first call loads its "
+        "summary.</dd></dl></section>"
     )
 
 

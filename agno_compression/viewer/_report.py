@@ -10,7 +10,7 @@ from .._messages import message_text, one_line
 from .._sessions import records_of_run, session_runs, skipped_records, stats_of
 from .._stores import store_for
 from ._page import session_page
-from ._timeline import build_timeline, fold_reason
+from ._timeline import build_timeline, fold_reason, run_before
 
 
 def report_page(
@@ -71,6 +71,18 @@ def session_rows(db: Any, *, user_id: str | None = None) -> list[dict[str, Any]]
     return rows
 
 
+def _between_runs(session: Any, records: list[Any]) -> dict[int, list[Any]]:
+    """Folds made between runs (on request: ``run_id`` ``None``), by ``id()`` of the top-level run each came after
+    (the first run's when it came before them all), listed with that run's folds."""
+    top = session_runs(session, top_level=True)
+    out: dict[int, list[Any]] = {}
+    for record in (r for r in records if r.run_id is None):
+        index = run_before(record, top)
+        if top:
+            out.setdefault(id(top[index or 0]), []).append(record)
+    return out
+
+
 def session_json(
     db: Any, session_id: str, spec: str, *, with_stats: bool = False, user_id: str | None = None
 ) -> dict[str, Any]:
@@ -79,6 +91,7 @@ def session_json(
     found = _owned(db, session_id, spec, user_id)
     store = store_for(db)
     records = store.events(session_id) if store is not None else []
+    between = _between_runs(found, records)
     runs = []
     for run in session_runs(found):
         calls = [m for m in run.messages or [] if m.role == "assistant" and not m.from_history]
@@ -102,7 +115,7 @@ def session_json(
                         "folded_ids": f.folded_ids,
                         "summary": f.summary,
                     }
-                    for f in records_of_run(records, run)
+                    for f in [*records_of_run(records, run), *between.get(id(run), [])]
                 ],
             }
         )

@@ -22,6 +22,7 @@ from .._plan import PROGRESS, make_summary_message
 from .._sessions import SessionStats, records_of_run, session_runs, stats_of
 from .._stores import CompressionRecord
 from .._summarizers import is_masked
+from .._tracing import asked_reason
 from ..pricing import GENERIC, PriceModel, price_model_for, provider_named, reported_usage
 from ..tokens import TokenCounter
 
@@ -30,16 +31,22 @@ REASONS = {
     "early": "early: pays for the cache",
     "overflow": "overflow retry",
     "tight": "no room: the request fills the budget",
+    "request": "on request",
+    "agent": "the agent asked",
     "unknown": "not recorded",
 }
 """Why a fold happened, as the page and ``inspect`` say it."""
 
 
 def fold_reason(record: CompressionRecord, budget: int | None = None) -> str:
-    """``"overflow"`` (a retry after the provider rejected the prompt), ``"tight"`` (the system messages, tools and
-    request left no room under the budget: folds come seldom, prompts exceed it), ``"budget"`` (the prompt was over
-    the budget), ``"early"`` (under it: the fold paid for the prompt cache it broke) or ``"unknown"`` (no budget
-    known)."""
+    """``"request"`` (``fold_session``: the CLI's ``fold``, the viewer's fold route, agno's ``/compact``),
+    ``"agent"`` (the agent called ``fold_context``), ``"overflow"`` (a retry after the provider rejected the
+    prompt), ``"tight"`` (the system messages, tools and request left no room under the budget: folds come seldom,
+    prompts exceed it), ``"budget"`` (the prompt was over the budget), ``"early"`` (under it: the fold paid for the
+    prompt cache it broke) or ``"unknown"`` (no budget known). The rule of ``_tracing.reason``."""
+    asked = asked_reason(record.strategy)
+    if asked is not None:
+        return asked
     if record.strategy.startswith("overflow:"):
         return "overflow"
     if record.strategy.startswith("tight:"):
@@ -102,6 +109,9 @@ class Fold:
     run: int | None = None
     call: int | None = None
     """Lane number of the call it came before; ``None`` when that call was not stored (the run failed)."""
+    after: int | None = None
+    """A fold made between runs (on request: no run of its own): the lane's run it was made after (``run`` and
+    ``call``: the next run and its first call, which loaded its summary; ``None`` while no run came since)."""
     estimated: bool = False
     """Placed by prompt size: the record predates ``call_index``."""
     folded: list[Message] = field(default_factory=list)
@@ -265,6 +275,44 @@ def _place(fold: Fold, run: Run, lane: Lane, after: int) -> None:
         fold.call, fold.estimated = best.number, True
 
 
+def _owner_lane(lanes: Sequence[Lane], record: CompressionRecord) -> int | None:
+    """The lane of the agent or team leader that owns ``record``'s session (the first leader's when none matches)."""
+    leaders = [i for i, lane in enumerate(lanes) if not lane.member]
+    field = "team_id" if record.owner_type == "team" else "agent_id"
+    for i in leaders:
+        if record.owner_id is not None and getattr(lanes[i].runs[0].source, field, None) == record.owner_id:
+            return i
+    return leaders[0] if leaders else None
+
+
+def run_before(record: CompressionRecord, runs: Sequence[Any]) -> int | None:
+    """Index in ``runs`` (stored runs, in order) of the run a fold made between runs (``run_id`` ``None``) came
+    after: the newest holding a message it folded (it folds all history up to then), else the newest created before
+    it; ``None`` when it came before them all."""
+    ids = set(record.folded_ids)
+    holding = [i for i, run in enumerate(runs) if any(m.id in ids for m in getattr(run, "messages", None) or [])]
+    if holding:
+        return holding[-1]
+    created = [i for i, run in enumerate(runs) if (getattr(run, "created_at", 0) or 0) <= record.created_at]
+    return created[-1] if created else None
+
+
+def _between_runs(fold: Fold, lanes: Sequence[Lane]) -> None:
+    """Place a fold made between runs on its owner's lane: after the run it followed, before the next run's first
+    call (the call that loaded its summary)."""
+    index = _owner_lane(lanes, fold.record)
+    if index is None:
+        return
+    lane = lanes[index]
+    before = run_before(fold.record, [run.source for run in lane.runs])
+    fold.lane, fold.after = index, (before + 1 if before is not None else None)
+    following = lane.runs[before + 1 if before is not None else 0 :]
+    if following:
+        fold.run = following[0].number
+        fold.call = following[0].calls[0].number if following[0].calls else None
+    lane.folds.append(fold)
+
+
 def _history(lane: Lane, counter: TokenCounter) -> None:
     """Mark the runs that loaded the session's history: their first prompt holds more than their own messages."""
     extra: list[int] = []
@@ -373,6 +421,11 @@ def build_timeline(
                 _place(fold, run, lane, after)
                 after = fold.call if fold.call is not None else after
                 lane.folds.append(fold)
+    for fold in folds:
+        if fold.number not in claimed and fold.record.run_id is None:
+            _between_runs(fold, lanes)
+    for lane in lanes:
+        lane.folds.sort(key=lambda f: f.number)
     for fold in folds:
         found = [by_id[i] for i in fold.record.folded_ids if i in by_id]
         fold.folded, fold.missing = found, len(fold.record.folded_ids) - len(found)

@@ -20,8 +20,9 @@ from agno.team import Team
 from agno_compression import CompressionManager
 from agno_compression.eval._loopback import AnthropicServer, BilledCall, OpenAIServer
 from agno_compression.pricing import anthropic_blocks
-from agno_compression.testing import Reply, ToolCall, run_in_mode
+from agno_compression.testing import Reply, run_in_mode
 from agno_compression.tokens import TokenCounter
+from tests.fakes import FileLoop, read_file
 
 MODES = ("sync", "async", "stream", "async-stream")
 SYSTEM = "You are a careful engineer. " + " ".join(f"Rule {i}: keep file_{i}.py tidy and tested." for i in range(120))
@@ -29,34 +30,9 @@ TASK = "Read the source files one by one and tell me which function to fix."
 COUNT = TokenCounter("gpt-4o")
 
 
-def read_file(path: str) -> str:
-    """Read a source file."""
-    return f"# {path}\n" + "\n".join(
-        f"def handler_{path[:-3]}_{i}(request):\n    return request.value_{i}" for i in range(40)
-    )
-
-
-class Loop:
-    """The model's side: ``reads`` tool calls, one file each, then an answer."""
-
-    def __init__(self, reads: int = 14) -> None:
-        self.reads = reads
-        self.calls = 0
-
-    def __call__(self, body: Any = None) -> Reply:
-        self.calls += 1
-        if self.calls <= self.reads:
-            return Reply(
-                text=f"Reading part {self.calls}.",
-                tool_calls=[ToolCall("read_file", {"path": f"m{self.calls}.py"}, f"toolu_{self.calls:04d}")],
-            )
-        self.calls = 0
-        return Reply(text="handler_m3_7 needs the fix.")
-
-
 @pytest.fixture
 def anthropic() -> Iterator[AnthropicServer]:
-    with AnthropicServer(Loop()) as server:
+    with AnthropicServer(FileLoop()) as server:
         yield server
 
 
@@ -178,7 +154,7 @@ def test_the_bedrock_and_vertex_claude_classes_get_the_same_breakpoints(
 def test_fold_calls_read_the_kept_prefix_where_automatic_caching_alone_does_not(tmp_path: Path) -> None:
     billed = {}
     for caching in (True, False):
-        with AnthropicServer(Loop()) as server:
+        with AnthropicServer(FileLoop()) as server:
             manager = CompressionManager(compress_at_tokens=4_000, prompt_caching=caching)
             model = claude(server, request_params={"cache_control": {"type": "ephemeral"}})
             run_in_mode(agent(tmp_path, model, manager, session=f"s-{caching}"), TASK, "sync")
@@ -234,7 +210,7 @@ def test_the_users_own_cache_settings_are_kept_and_never_broken(
 def test_with_prompt_caching_off_a_run_that_never_folds_sends_what_agno_sends(tmp_path: Path) -> None:
     bodies = []
     for manager in (None, CompressionManager(compress_at_tokens=100_000, prompt_caching=False)):
-        with AnthropicServer(Loop(reads=3)) as server:
+        with AnthropicServer(FileLoop(reads=3)) as server:
             run_in_mode(agent(tmp_path, claude(server), manager, session=f"s{len(bodies)}"), TASK, "sync")
             bodies.append([c.body for c in server.calls])
     assert bodies[0] == bodies[1]
@@ -242,7 +218,7 @@ def test_with_prompt_caching_off_a_run_that_never_folds_sends_what_agno_sends(tm
 
 @pytest.mark.parametrize("mode", ["sync", "async-stream"])
 def test_a_team_leader_and_its_members_get_breakpoints(tmp_path: Path, mode: str) -> None:
-    with AnthropicServer(Loop(reads=10)) as server:
+    with AnthropicServer(FileLoop(reads=10)) as server:
         member = Agent(name="reader", model=claude(server), tools=[read_file], system_message=SYSTEM, telemetry=False)
         team = Team(
             name="lead",
@@ -284,7 +260,7 @@ def test_a_chat_turn_without_tools_gets_no_breakpoint_unless_the_session_is_acti
 def test_calibration_reads_the_whole_prompt_so_folds_and_budget_are_unchanged_by_caching(tmp_path: Path) -> None:
     points = {}
     for caching in ({}, {"request_params": {"cache_control": {"type": "ephemeral"}}}):
-        with AnthropicServer(Loop(reads=16)) as server:
+        with AnthropicServer(FileLoop(reads=16)) as server:
             manager = CompressionManager(compress_at_tokens=4_000, prompt_caching=bool(caching))
             a = agent(tmp_path, claude(server, **caching), manager, session=f"k{bool(caching)}")
             run_in_mode(a, TASK, "sync")
@@ -308,14 +284,14 @@ def openai_agent(tmp_path: Path, server: OpenAIServer, manager: CompressionManag
 
 @pytest.mark.parametrize("mode", MODES)
 def test_openai_requests_carry_the_session_id_as_prompt_cache_key(tmp_path: Path, mode: str) -> None:
-    with OpenAIServer(Loop(reads=4)) as server:
+    with OpenAIServer(FileLoop(reads=4)) as server:
         run_in_mode(openai_agent(tmp_path, server, CompressionManager(compress_at_tokens=4_000)), TASK, mode)
         assert [c.body.get("prompt_cache_key") for c in server.calls] == ["sess-42"] * len(server.calls)
         assert sum(c.usage.read for c in server.calls) > 0
 
 
 def test_openai_the_users_own_key_is_kept_and_off_sends_none(tmp_path: Path) -> None:
-    with OpenAIServer(Loop(reads=2)) as server:
+    with OpenAIServer(FileLoop(reads=2)) as server:
         model = OpenAIChat(
             id="gpt-5",
             api_key="offline",
@@ -324,13 +300,13 @@ def test_openai_the_users_own_key_is_kept_and_off_sends_none(tmp_path: Path) -> 
         )
         run_in_mode(openai_agent(tmp_path, server, CompressionManager(), model), TASK, "sync")
         assert {c.body.get("prompt_cache_key") for c in server.calls} == {"mine"}
-    with OpenAIServer(Loop(reads=2)) as server:
+    with OpenAIServer(FileLoop(reads=2)) as server:
         run_in_mode(openai_agent(tmp_path, server, CompressionManager(prompt_caching=False)), TASK, "sync")
         assert all("prompt_cache_key" not in c.body for c in server.calls)
 
 
 def test_openai_compatible_backends_get_no_prompt_cache_key(tmp_path: Path) -> None:
-    with OpenAIServer(Loop(reads=2)) as server:
+    with OpenAIServer(FileLoop(reads=2)) as server:
         model = OpenAILike(id="local-model", api_key="offline", base_url=f"{server.url}/v1")
         run_in_mode(openai_agent(tmp_path, server, CompressionManager(), model), TASK, "sync")
         assert all("prompt_cache_key" not in c.body for c in server.calls)

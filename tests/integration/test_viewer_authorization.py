@@ -10,11 +10,9 @@ and one session's JSON and page answer as AgentOS's ``GET /sessions/<id>`` does.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-import jwt
 import pytest
 from agno.agent import Agent
 from agno.db.sqlite import SqliteDb
@@ -24,8 +22,8 @@ from fastapi.testclient import TestClient
 
 from agno_compression import CompressionManager, viewer_router
 from agno_compression.testing import Reply, ScriptedModel
+from tests.fakes import SIGNING, bearer
 
-SIGNING = "k" * 40
 USERS = {"alice": "s-alice", "bob": "s-bob"}
 
 
@@ -57,13 +55,6 @@ def _app(tmp_path: Path, *, isolation: bool, roles: bool) -> Any:
         agents=[agent], db=db, base_app=base, authorization=authz, user_isolation=isolation, telemetry=False
     )
     return os_app.get_app()
-
-
-def _bearer(sub: str | None, *scopes: str) -> dict[str, str]:
-    claims: dict[str, Any] = {"scopes": list(scopes), "exp": int(time.time()) + 600}
-    if sub is not None:
-        claims["sub"] = sub
-    return {"Authorization": f"Bearer {jwt.encode(claims, SIGNING, algorithm='HS256')}"}
 
 
 CALLERS = {
@@ -107,29 +98,29 @@ def test_scoped_tokens_see_what_agentos_shows_them(tmp_path: Path, isolation: bo
     http = TestClient(_app(tmp_path, isolation=isolation, roles=False), base_url="http://127.0.0.1:7777")
     assert http.get("/compression/sessions").status_code == http.get("/sessions").status_code == 401
     for cell, (sub, scopes) in CALLERS.items():
-        _compare(http, _bearer(sub, *scopes), f"{cell} ({'isolated' if isolation else 'shared'})")
+        _compare(http, bearer(sub, *scopes), f"{cell} ({'isolated' if isolation else 'shared'})")
     if isolation:  # the first bypass: alice reads only her own session, bob's is not found
-        alice = _bearer("alice", "sessions:read")
+        alice = bearer("alice", "sessions:read")
         assert _ids(http.get("/compression/sessions", headers=alice), True) == {"s-alice"}
         assert http.get("/compression/sessions/s-bob", headers=alice).status_code == 404
-        assert http.get("/compression/sessions", headers=_bearer(None, "sessions:read")).status_code == 403
+        assert http.get("/compression/sessions", headers=bearer(None, "sessions:read")).status_code == 403
 
 
 @pytest.mark.parametrize("isolation", [False, True], ids=["shared", "isolated"])
 def test_under_managed_roles_the_role_decides_not_the_tokens_claim(tmp_path: Path, isolation: bool) -> None:
     http = TestClient(_app(tmp_path, isolation=isolation, roles=True), base_url="http://127.0.0.1:7777")
     for cell, (sub, scopes) in CALLERS.items():
-        _compare(http, _bearer(sub, *scopes), f"{cell} (roles, {'isolated' if isolation else 'shared'})")
+        _compare(http, bearer(sub, *scopes), f"{cell} (roles, {'isolated' if isolation else 'shared'})")
     # the second bypass: bob's role grants no sessions:read; his token merely claims it, or the admin scope
-    assert http.get("/compression/sessions", headers=_bearer("bob", "sessions:read")).status_code == 403
-    assert http.get("/compression/sessions", headers=_bearer("bob", "agent_os:admin")).status_code == 403
+    assert http.get("/compression/sessions", headers=bearer("bob", "sessions:read")).status_code == 403
+    assert http.get("/compression/sessions", headers=bearer("bob", "agent_os:admin")).status_code == 403
     # and alice's role grants it though her token carries no scope
-    assert http.get("/compression/sessions", headers=_bearer("alice")).status_code == 200
+    assert http.get("/compression/sessions", headers=bearer("alice")).status_code == 200
 
 
 def test_a_service_account_reads_as_its_scopes_allow(tmp_path: Path) -> None:
     http = TestClient(_app(tmp_path, isolation=False, roles=False), base_url="http://127.0.0.1:7777")
-    admin = _bearer("root", "agent_os:admin")
+    admin = bearer("root", "agent_os:admin")
     for name, scopes in (("reader-bot", ["sessions:read"]), ("runner-bot", ["agents:run"])):
         made = http.post(
             "/service-accounts",

@@ -29,7 +29,7 @@ def test_each_example_is_in_the_doc_under_the_command_it_shows() -> None:
         assert len(body.splitlines()) > 3, f"the {name} example is empty: python -m tests.docs_examples {name}"
 
 
-@pytest.mark.parametrize("name", ["inspect", "inspect-session"])
+@pytest.mark.parametrize("name", ["inspect", "inspect-session", "fold"])
 def test_the_inspect_examples_are_what_inspect_prints(name: str, cookbook_out: Path) -> None:
     fresh = produce(BY_NAME[name], cookbook_out)
     assert masked(documented()[name]) == masked(fresh), f"stale: python -m tests.docs_examples {name}\n{fresh}"

@@ -193,3 +193,17 @@ def test_wrapped_lines_hang_under_their_fields_text_at_80_100_and_120_columns() 
         wrapped += _hangs(listing, "  agent ", "", facts)
         assert wrapped >= (5 if width == 80 else 3), (width, wrapped)
         assert all(line.startswith(("run ", "fold ", "  ")) or not line.strip() for line in lines), lines
+
+
+def test_a_fold_on_request_says_so_and_that_it_came_after_the_run() -> None:
+    asked = {**_fold(3, "[Summary of earlier conversation]"), "before_call": None, "reason": "request"}
+    asked["strategy"] = "request:extractive"
+    run = _run([_fold(1, SUMMARY), asked])
+    block = render(run_view(run, 80, ids=False, full=False), 80)
+    assert "fold 3 · after the run · on request · request:extractive" in block
+    table = render(run_view(run, 200, ids=False, full=False), 200)
+    assert "on request" in table and "request:extractive" in table
+    agent = {**_fold(4, "[Progress so far]"), "reason": "agent", "strategy": "agent:extractive"}
+    assert "before call 6 · the agent asked · agent:extractive" in render(
+        run_view(_run([agent]), 80, ids=False, full=False), 80
+    )

@@ -221,3 +221,25 @@ def test_a_line_says_why_billed_input_stays_near_uncompressed_when_far_fewer_tok
     assert "already bills most of each prompt at its read rate" in _billed_note(short)  # type: ignore[arg-type]
     long = SimpleNamespace(cost_with=3_600, cost_without=10_000, sent=2_700, without=10_000)
     assert _billed_note(long) == ""  # type: ignore[arg-type]
+
+
+def test_a_fold_on_request_is_drawn_before_the_next_runs_first_call_and_says_why(tmp_path: Path) -> None:
+    from tests.unit.test_timeline import requested_fold_session
+
+    scenario = requested_fold_session(str(tmp_path / "asked.db"))
+    page = report(scenario, tmp_path)
+    elements = Elements(page)
+    (mark,) = elements.all("a", "reason-request")
+    third = re.search(r'<tr data-run="3"><td class="num">3</td><td class="text">.*?</td><td class="num">(\d+)', page)
+    assert third and mark["data-call"] == third.group(1), "before the first call of the run after it"
+    (row,) = [d for d in elements.all("details", "fold") if d["data-reason"] == "request"]
+    assert row["data-call"] == mark["data-call"] and row["data-lane"] == "0"
+    shown = visible_text(page)
+    assert "fold: on request" in shown and "on request" in mark["aria-label"], "the legend, the chart"
+    summary = page[page.index(f'id="fold-{row["data-fold"]}"') :]
+    summary = summary[: summary.index("</summary>")]
+    assert ">after 2<" in summary and '<span class="pill request">on request</span>' in summary
+    assert '<span class="strategy">extractive</span>' in summary, "the reason column says why, not the strategy's tag"
+    assert "Folded between runs, after run 2: the next run loaded this summary" in shown
+    css = page[page.index("<style>") : page.index("</style>")]
+    assert ".pill.request" in css and ".fold-mark.reason-request" in css and ".key.fold.request" in css

@@ -15,7 +15,7 @@ from agno_compression._cli import app
 from agno_compression._databases import _session, open_db
 from agno_compression._stores import store_for
 from agno_compression.testing import loop_agent
-from agno_compression.viewer._timeline import Timeline, build_timeline, fold_reason
+from agno_compression.viewer._timeline import REASONS, Timeline, build_timeline, fold_reason
 from tests.scenarios import Scenario, hostile_session
 
 
@@ -131,3 +131,65 @@ def test_searches_of_folded_history_and_shortened_outputs_are_found(tmp_path: Pa
     assert search.call.number >= t.folds[0].call, "searched once something was folded"
     assert [s.message.tool_name for s in t.shortened] == ["fetch"] and not t.shortened[0].masked
     assert len(t.shortened[0].message.compressed_content or "") < len(str(t.shortened[0].message.content))
+
+
+# --- folds made between runs: on request ---------------------------------------------------------------------------
+
+
+def requested_fold_session(db_file: str, session_id: str = "asked") -> Scenario:
+    """Two runs, a fold on request (``fold_session``), then a third run that loads its summary; one agent id."""
+    db = SqliteDb(db_file=db_file)
+    loop = loop_agent(steps=4, db=db, session_id=session_id, compress_at_tokens=3_000, agent_kw={"id": "reviewer"})
+    loop.run("Read the first log.")
+    loop.run("Read the second log.")
+    loop.manager.flush_records()
+    result = loop.manager.fold_session(loop.agent, session_id, "keep the chunk numbers")
+    assert result.folded, result.message
+    loop.run("Read the third log.")
+    scenario = Scenario(db_file, session_id, [n for n, _, _ in loop.folds], [e for _, e, _ in loop.folds])
+    return scenario.finish(loop.manager, db)
+
+
+def test_a_fold_on_request_sits_between_the_runs_before_the_next_runs_first_call(tmp_path: Path) -> None:
+    scenario = requested_fold_session(str(tmp_path / "asked.db"))
+    t, records = _timeline(scenario)
+    (asked,) = [f for f in t.folds if f.record.run_id is None]
+    assert asked.reason == "request" and REASONS["request"] == "on request"
+    assert asked.record.strategy == "request:extractive" and asked.record.call_index is None
+    lane = t.lanes[asked.lane or 0]
+    assert (asked.lane, asked.after, asked.run) == (0, 2, 3), "after run 2, in front of run 3"
+    third = lane.runs[2]
+    assert asked.call == third.calls[0].number, "before the next run's first call, which loaded its summary"
+    assert third.history and asked in lane.folds and len(t.folds) == len(records) == t.stats.folds
+    first = lane.calls[asked.call - 1]
+    assert first.without - first.sent >= asked.saved > 0, "what it removed counts in 'without compression'"
+    assert {m.id for m in asked.folded} == set(asked.record.folded_ids) and not asked.missing
+
+    shown = json.loads(
+        CliRunner()
+        .invoke(app, ["inspect", "--db", scenario.db_file, "--session", scenario.session_id, "--json"])
+        .stdout
+    )
+    listed = [(i, f) for i, run in enumerate(shown["runs"]) for f in run["folds"] if f["reason"] == "request"]
+    assert [(i, f["record_id"], f["before_call"]) for i, f in listed] == [(1, asked.record.id, None)], "after run 2"
+    assert sum(len(run["folds"]) for run in shown["runs"]) == len(records), "inspect lists every fold once"
+    text = CliRunner().invoke(app, ["inspect", "--db", scenario.db_file, "--session", scenario.session_id])
+    assert "on request" in text.stdout and "request:extractive" in text.stdout
+
+
+def test_why_a_fold_was_asked_for() -> None:
+    record = CompressionRecord("s", ["m"], "summary", "request:extractive", tokens_before=5_000, budget=3_000)
+    assert fold_reason(record) == "request", "not 'budget': nobody's budget called for it"
+    assert fold_reason(dataclasses.replace(record, strategy="agent:mask->extractive")) == "agent"
+    assert REASONS["agent"] == "the agent asked"
+    from agno_compression._events import FoldEvent
+    from agno_compression._tracing import reason
+
+    def event(strategy: str) -> FoldEvent:
+        return FoldEvent(strategy, ["m"], [], [], "summary", 5_000, 1_000, budget=3_000)
+
+    assert [reason(event(s)) for s in ("agent:extractive", "request:extractive", "extractive")] == [
+        "agent",
+        "request",
+        "budget",
+    ], "fold spans say why as the page does"
