@@ -174,14 +174,18 @@ class FoldRecorder:
         return None
 
     def leave(self, owner: RunOwner | None) -> None:
-        """Release the run's lease (after its records are written)."""
+        """Release the run's lease on the writer thread, after its records (the run's end does not wait for it)."""
         if owner is None or owner.lease is None:
             return
         holder, owner.lease = owner.lease, None
-        try:
-            leases_of(owner.store).release(owner.session_id, holder)
-        except Exception as exc:  # the lease expires by itself
-            log.warning("agno-compression: could not release the run's lease on its session: %s", exc)
+
+        def release() -> None:
+            try:
+                leases_of(owner.store).release(owner.session_id, holder)
+            except Exception as exc:  # the lease expires by itself
+                log.warning("agno-compression: could not release the run's lease on its session: %s", exc)
+
+        self._submit(release)
 
     def record_late(self, owner: RunOwner | None, events: list[FoldEvent]) -> None:
         """Queue the records of folds made before the run's owner was known, with the session's totals so far.

@@ -97,6 +97,7 @@ def fold_session(
     if not apply:
         return _fold(manager, db, store, model, session_id, instructions, user_id, apply=False)
     leases = leases_of(store)
+    manager._records.drain()  # this manager's runs release their leases on its writer thread: ended runs are gone
     deadline = time.monotonic() + wait
     while True:
         busy = _take(leases, session_id, manager.summarizer_timeout)

@@ -104,16 +104,16 @@ class SQLLeases:
         t, now = self.table, time.time()
         row = {"session_id": session_id, "holder": holder, "kind": kind, "expires_at": now + ttl}
         mine = and_(t.c.session_id == session_id, t.c.holder == holder)
+        # One transaction: an expired lease of this holder (a process that died) goes, and a run that runs again under
+        # its id renews its own; a live fold lease makes the insert fail on the primary key and the whole roll back.
+        gone = and_(mine, t.c.expires_at < now) if kind == FOLD else mine
         try:
             self._ensure()
-            with self.engine.begin() as conn:  # an expired lease of this holder (a process that died) goes first
-                conn.execute(delete(t).where(mine, t.c.expires_at < now))
-                if kind == RUN:  # a run that runs again under its id renews its lease
-                    conn.execute(delete(t).where(mine))
             try:
                 with self.engine.begin() as conn:
+                    conn.execute(delete(t).where(gone))
                     conn.execute(insert(t), row)
-            except IntegrityError:  # the primary key: another fold holds the session
+            except IntegrityError:  # another fold holds the session
                 return False
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot take a lease on session {sid(session_id)}: {why(exc)}") from exc

@@ -39,6 +39,8 @@ STEPS = 34
 TASK = "Read every chunk of the build log."
 CONVERSATION = "Conversation to fold:\n"
 
+pytestmark = pytest.mark.slow  # seconds of a slow summarizer per fold: run once in CI, not per Python
+
 
 @dataclass
 class SlowModel(ScriptedModel):

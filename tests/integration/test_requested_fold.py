@@ -156,6 +156,7 @@ def test_a_run_waits_for_a_fold_on_request(tmp_path: Path) -> None:
     assert len(loop.model.requests) > n
 
 
+@pytest.mark.slow
 def test_two_processes_a_run_and_a_fold_on_request(postgres_db: DbTarget) -> None:
     """PostgreSQL, two processes: a run going in one, folds on request in the other: refused while it goes, done
     after it; no span folded twice, every run and record kept."""
