@@ -41,8 +41,10 @@ def shorten_kept(
     """Shorten the largest kept tool outputs, then kept call arguments, until the prompt fits ``limit`` (aiming
     at ``target``); the ids of the messages shortened. A whole file read is shortened to its outline (the lines
     with the most names, then the names of the rest: what the next step, writing code against it, spells), any
-    other output to its beginning and end. Warns, naming the prompt's parts, when it still does not fit with
-    ``slack`` tokens given way (a working set the caller renders again smaller)."""
+    other output to its beginning and end. Outputs keep ``MIN_OUTPUT`` tokens and arguments ``ARG_FLOOR``
+    characters each; where that many outputs and arguments cannot fit at those floors (a run with room), they
+    share what the rest of the prompt leaves, each down to ``MIN_SHARED`` tokens. Warns, naming the prompt's parts,
+    when it still does not fit with ``slack`` tokens given way (a working set the caller renders again smaller)."""
     limit, target = limits
     total = count(state.live)
     if total <= limit:
@@ -53,31 +55,41 @@ def shorten_kept(
         m for m in plan.kept if m.role == "tool" and (m.compressed_content is not None or isinstance(m.content, str))
     ]  # image or other parts: a text stand-in would change what the model receives
     sizes = {id(m): counter.count_message(m) for m in outputs}
-    # a batch of outputs too large together is cut like one output: the largest down to one common size, the
-    # smaller ones whole (each keeps its head and tail, a file its outline); a second pass takes what is left
-    cap = level(list(sizes.values()), total - int(target + BATCH_AIM * (limit - target)))
-    if sum(1 for size in sizes.values() if size > cap) < 2:  # one output alone: cut to the fold's target, as ever
-        cap = level(list(sizes.values()), total - target)
-    for pass_cap in (cap, None):
-        for m in sorted(outputs, key=lambda m: sizes[id(m)], reverse=True):
-            if total <= limit and (pass_cap is None or sizes[id(m)] <= cap):
-                break  # the first pass cuts every output above the common size, the second only while over
-            size = sizes[id(m)]
-            allowed = max(MIN_OUTPUT, cap if pass_cap is not None else size - (total - target))
-            if allowed >= size:
-                continue
-            text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
-            chars = max(400, int(len(text) * allowed / max(size, 1)))
-            if len(text) <= chars:
-                continue
-            short = indexed_outline(text, chars - len(OUTLINED)) if m.id in files else ""
-            m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
-            sizes[id(m)] = counter.count_message(m)
-            total = count(state.live)
-            if m.id not in shortened:
-                shortened.append(m.id)
+
+    def cut_outputs(floor: int) -> None:
+        nonlocal total
+        # a batch of outputs too large together is cut like one output: the largest down to one common size, the
+        # smaller ones whole (each keeps its head and tail, a file its outline); a second pass takes what is left
+        cap = level(list(sizes.values()), total - int(target + BATCH_AIM * (limit - target)))
+        if sum(1 for size in sizes.values() if size > cap) < 2:  # one output alone: cut to the fold's target
+            cap = level(list(sizes.values()), total - target)
+        for pass_cap in (cap, None):
+            for m in sorted(outputs, key=lambda m: sizes[id(m)], reverse=True):
+                if total <= limit and (pass_cap is None or sizes[id(m)] <= cap):
+                    break  # the first pass cuts every output above the common size, the second only while over
+                size = sizes[id(m)]
+                allowed = max(floor, cap if pass_cap is not None else size - (total - target))
+                if allowed >= size:
+                    continue
+                text = m.compressed_content if m.compressed_content is not None else m.get_content_string()
+                chars = max(int(CHARS_PER_TOKEN * floor), int(len(text) * allowed / max(size, 1)))
+                if len(text) <= chars:
+                    continue
+                short = indexed_outline(text, chars - len(OUTLINED)) if m.id in files else ""
+                m.compressed_content = OUTLINED + short if short else shorten_text(text, chars)
+                sizes[id(m)] = counter.count_message(m)
+                total = count(state.live)
+                if m.id not in shortened:
+                    shortened.append(m.id)
+
+    cut_outputs(MIN_OUTPUT)
     if total > limit:
         total = _shorten_calls(state, plan, count, counter, total, (limit, target), shortened)
+    if total > limit + slack and not state.tight and outputs:  # too many for the floors: they share the rest
+        room = limit - (total - sum(sizes.values()))
+        cut_outputs(max(MIN_SHARED, min(MIN_OUTPUT - 1, room // len(outputs))))
+        if total > limit:
+            total = _shorten_calls(state, plan, count, counter, total, (limit, target), shortened, shared=True)
     if total > limit + slack and not state.tight:  # a run with no room was told so once (_fold)
         log.warning(
             "agno-compression: prompt still %d tokens after folding (budget %d); it holds %s",
@@ -93,7 +105,12 @@ BATCH_AIM = 0.5
 (one output alone to the target): what the next step reads first loses least, and the next batch still finds
 room."""
 MIN_OUTPUT = 120
-"""Fewest tokens a kept output is shortened to (its head and tail still say what it was)."""
+"""Fewest tokens a kept output is shortened to (its head and tail still say what it was) while the outputs fit."""
+MIN_SHARED = 40
+"""Fewest tokens each output of a batch too many to keep ``MIN_OUTPUT`` each is shortened to (eighteen parallel
+calls at an 8k budget): the budget is a ceiling, so the outputs share what the rest of the prompt leaves."""
+CHARS_PER_TOKEN = 10 / 3
+"""Characters kept per token of ``allowed`` at the floor (a cautious ratio: code and paths run denser than prose)."""
 
 
 def level(sizes: Sequence[int], excess: int) -> int:
@@ -136,9 +153,11 @@ def _shorten_calls(
     total: int,
     limits: tuple[int, int],
     shortened: list[str],
+    shared: bool = False,
 ) -> int:
     """Shorten the long string arguments of kept calls, largest message first, until the prompt fits; the stored
-    run keeps the originals (``RunState.call_originals``). Returns the new total."""
+    run keeps the originals (``RunState.call_originals``). Returns the new total. ``shared``: the arguments of a
+    message share what it may keep under the budget, each down to ``MIN_SHARED`` tokens' worth of characters."""
     limit, target = limits
     callers = sorted((m for m in plan.kept if m.role == "assistant" and m.tool_calls), key=counter.count_message)
     for m in reversed(callers):
@@ -146,32 +165,53 @@ def _shorten_calls(
             break
         size = counter.count_message(m)
         allowed = max(200, size - (total - target))
+        floor = ARG_FLOOR
+        if shared:
+            long = sum(len(_long_strings(c, int(CHARS_PER_TOKEN * MIN_SHARED))) for c in m.tool_calls or [])
+            room = int(CHARS_PER_TOKEN * max(0, size - (total - limit))) // max(1, long)
+            floor, allowed = max(int(CHARS_PER_TOKEN * MIN_SHARED), min(ARG_FLOOR - 1, room)), size - (total - target)
         if allowed >= size:
             continue
-        calls = [shorten_call(c, allowed / size) for c in m.tool_calls or []]
+        calls = [shorten_call(c, max(0.0, allowed / size), floor) for c in m.tool_calls or []]
         if calls == m.tool_calls:
             continue
         state.call_originals.setdefault(id(m), (m, list(m.tool_calls or [])))
         m.tool_calls = calls
         total = count(state.live)
-        shortened.append(m.id)
+        if m.id not in shortened:
+            shortened.append(m.id)
     return total
 
 
-def shorten_call(call: Any, share: float) -> Any:
-    """A copy of one tool call whose string arguments over 400 characters are cut to ``share`` of their length
-    (JSON arguments only; anything else is returned as it is)."""
+ARG_FLOOR = 400
+"""Characters a long string argument of a kept call keeps at least, while the call's arguments fit."""
+
+
+def _arguments(call: Any) -> dict[str, Any] | None:
+    """A tool call's JSON arguments as a dict (agno's dict form only), else ``None``."""
     if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
-        return call
+        return None
     raw = call["function"].get("arguments")
     try:
         args = json.loads(raw) if isinstance(raw, str) else None
     except ValueError:
-        return call
-    if not isinstance(args, dict):
+        return None
+    return args if isinstance(args, dict) else None
+
+
+def _long_strings(call: Any, floor: int = ARG_FLOOR) -> list[str]:
+    args = _arguments(call) or {}
+    return [k for k, v in args.items() if isinstance(v, str) and len(v) > floor]
+
+
+def shorten_call(call: Any, share: float, floor: int = ARG_FLOOR) -> Any:
+    """A copy of one tool call whose string arguments over ``floor`` characters are cut to ``share`` of their
+    length, never below ``floor`` (JSON arguments only; anything else is returned as it is)."""
+    args = _arguments(call)
+    if args is None:
         return call
     cut = {
-        k: shorten_text(v, max(400, int(len(v) * share))) if isinstance(v, str) and len(v) > 400 else v
+        k: shorten_text(v, max(floor, int(len(v) * share))) if isinstance(v, str) and len(v) > floor else v
         for k, v in args.items()
     }
     if cut == args:

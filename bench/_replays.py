@@ -170,6 +170,9 @@ class Replayed:
     fixed_peak: int = 0
     """Largest system + current user message (+ tool definitions) of any call: what nothing can shrink."""
     errors: int = 0
+    no_room: int = 0
+    """Runs of the recording whose system messages, tool definitions and request left no workable room
+    (``stats["budget_too_small"]``: warned once, folds now and then, calls over the budget expected)."""
     cpu: float = 0.0
     """Process CPU seconds of the replay (less sensitive than wall time to other processes on the machine)."""
     wall_none: float = 0.0
@@ -193,7 +196,8 @@ class Replayed:
     """Next-step grounding: identifiers the next recorded action used that the call's prompt held, and all of
     them (``agno_compression.eval.grounding``)."""
     requests: list[Any] = field(default_factory=list, repr=False)
-    """The uncompressed replay's requests (kept for ``none`` only: the simple baselines are computed from them)."""
+    """What each call was sent (kept for ``none``, whose requests the simple baselines are computed from, and with
+    ``keep_requests``)."""
     composition: dict[str, int] = field(default_factory=dict)
     """Prompt tokens summed over the calls: ``floor`` (system, current user, last batch, tools), ``summary``
     (this package's summary message) and ``rest`` (everything else: history and batches not folded yet)."""
@@ -383,11 +387,13 @@ def replay_one(
     summarizer_factory: Callable[[], Any],
     analyse: bool = True,
     target_ratio: float | None = None,
+    keep_requests: bool = False,
 ) -> Replayed:
     """Replay ``trajectory`` with ``setting`` (a name in ``SETTINGS``) at ``threshold`` tokens.
 
     ``analyse=False`` skips what is computed after the replay (violations, fact retention, floors,
-    token composition): for replays that only repeat a timing.
+    token composition): for replays that only repeat a timing. ``keep_requests`` keeps what each call was sent
+    (``Replayed.requests``) for any setting, not only ``none``.
     """
     from agno.db.sqlite import SqliteDb
     from agno.run.base import RunStatus
@@ -453,12 +459,13 @@ def replay_one(
         floor_costs=floor_costs,
         fixed_peak=fixed,
         errors=errors,
+        no_room=stats.get("budget_too_small", 0),
         cpu=cpu,
         machinery=meter.machinery,
         summarizer=meter.summarizer,
         composition=composition(requests) if analyse else {},
     )
-    if setting == "none":
+    if setting == "none" or keep_requests:
         row.requests = requests
     db.db_engine.dispose()
     db_file.unlink(missing_ok=True)

@@ -70,8 +70,12 @@ class Figures:
 
     runs: int = 0
     within: int = 0
+    no_room: int = 0
+    """Runs told their request leaves no workable room (a run of the recording warned ``budget_too_small``)."""
     calls: int = 0
     over: int = 0
+    over_room: int = 0
+    """Calls over the budget in the runs with room: what a fold should have prevented."""
     folds: int = 0
     grounded: int = 0
     needed: int = 0
@@ -150,8 +154,10 @@ def measure(
                     kept, total = acted_retained(base.acted, base.final_text, row.final_text)
                     f.runs += 1
                     f.within += over == 0
+                    f.no_room += row.no_room > 0
                     f.calls += len(row.tokens)
                     f.over += over
+                    f.over_room += over if not row.no_room else 0
                     f.folds += row.folds
                     f.grounded += row.grounded
                     f.needed += row.grounding_total
@@ -241,16 +247,18 @@ def render(
         "",
         f"`{command}` ({seconds / 60:.0f} minutes on this machine). What each family is, its licence, commit and "
         "selection rule: [README.md](README.md). Columns: runs over the budget uncompressed; runs with no call over "
-        "the budget; calls over it (prompt with tool definitions, o200k); next-step grounding (worst run); acted-on "
+        "the budget; runs whose system messages, tool definitions and request left under a fifth of the budget "
+        "(told so once: `budget_too_small`); calls over the budget (prompt with tool definitions, o200k), all and in "
+        "the runs with room; next-step grounding (worst run); acted-on "
         "facts at the end; folds per 100 model calls; input cost with prompt caching (cached prefix 0.1×) ÷ none; "
         "billed ÷ the same runs uncompressed with the provider's best plain caching, through agno's real `Claude` "
         "and `OpenAIChat` (worst run in brackets).",
         "",
         f"## The default (`{DEFAULT}`) on every population",
         "",
-        "| family | part | budget | runs | within | calls over | grounding (worst) | acted-on | folds/100 calls | "
-        "cost cached ÷ none | " + " | ".join(f"billed {_short(g)}" for g in groups) + " |",
-        "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
+        "| family | part | budget | runs | within | no room | calls over | calls over with room | grounding (worst) | "
+        "acted-on | folds/100 calls | cost cached ÷ none | " + " | ".join(f"billed {_short(g)}" for g in groups) + " |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
     ]
     for p in pops:
         for b in budgets:
@@ -263,7 +271,8 @@ def render(
                 for g in groups
             ]
             lines.append(
-                f"| {p.family} | {p.part} | {b // 1000}k | {f.runs} | {f.within} | {f.over} | "
+                f"| {p.family} | {p.part} | {b // 1000}k | {f.runs} | {f.within} | {f.no_room} | {f.over} | "
+                f"{f.over_room} | "
                 f"{f.grounding:.3f} ({f.worst:.2f}) | {f.acted / f.acted_total if f.acted_total else 1:.3f} | "
                 f"{100 * f.folds / max(1, f.calls):.1f} | {f.cost_ratio:.2f} | " + " | ".join(cells) + " |"
             )

@@ -149,6 +149,32 @@ def test_a_parallel_batch_too_large_together_is_shortened_evenly(tmp_path: Path)
     assert len(sent) == 8 and max(sent) <= 1.5 * min(sent), sent
 
 
+def save_note(index: int, text: str) -> str:
+    """Save one note; answers with the store's log of the save."""
+    return "\n".join(f"note {index}: block {i} of {len(text)} chars stored at offset {i * 512}" for i in range(60))
+
+
+def test_a_batch_of_many_calls_shares_the_room_and_the_prompt_fits() -> None:
+    """Eighteen parallel calls, each with a long argument and a long answer, at a budget the request leaves room
+    in: each output and argument goes below its usual floor (head and tail, a share of what the rest leaves), so
+    the prompt fits instead of staying over the budget."""
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if info.call_index == 0:
+            notes = [ToolCall("save_note", {"index": i, "text": f"Finding {i}: " + "detail " * 250}) for i in range(18)]
+            return Reply(tool_calls=notes)
+        return Reply(text="Saved them all.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, model = scripted_agent(script, save_note, manager=manager)
+    agent.run("Save a note for each finding. " + " ".join(f"finding_{i} is listed." for i in range(420)))
+    sizes = [r.prompt_tokens for r in model.requests]
+    assert len(sizes) == 2 and max(sizes) <= 6_000, sizes
+    assert manager.stats["budget_too_small"] == 0, "the request leaves room: no warning"
+    last = model.requests[-1].messages
+    assert sum(1 for m in last if m.role == "tool") == 18, "every output is still there, shortened"
+
+
 def _each_call(tool: str, steps: int, done: str = "Done.") -> Any:
     """A script calling ``tool`` with the call's index, ``steps`` times, then answering ``done``."""
 

@@ -96,9 +96,11 @@ def _fill(db: object, session_id: str = "s1", runs: int = 2) -> None:
         add_history_to_context=True,
         telemetry=False,
     )
-    CompressionManager(compress_at_tokens=2_500).attach(agent)
+    manager = CompressionManager(compress_at_tokens=2_500)
+    manager.attach(agent)
     for k in range(runs):
         agent.run(f"task {k}")
+    manager.flush_records()  # each run's lease is released on the writer thread, after the run returned
 
 
 @pytest.fixture(scope="module")

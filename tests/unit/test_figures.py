@@ -139,10 +139,17 @@ def test_families_figures() -> None:
         )
         for b in ("8k", "16k", "32k")
     }
+    no_room = sum(int(r["no room"]) for r in rows if r["budget"] == "8k")
     grounding = [float(r["grounding (worst)"].split()[0]) for r in rows if r["budget"] == "16k"]
     readme = text("README.md")
     assert within["16k"][0] == within["16k"][1] and within["32k"][0] == within["32k"][1]
-    assert f"every run stays under 16k and 32k and {within['8k'][0]} of {within['8k'][1]} under 8k" in readme
+    assert all(r["calls over with room"] == "0" for r in rows), "a run with room went over the budget"
+    kept, runs = within["8k"]
+    assert no_room == runs - kept, "at 8k the runs over the budget are exactly those told their request leaves no room"
+    assert (
+        f"every run stays under 16k and 32k, and under 8k every run whose request leaves room ({kept} of {runs}; the "
+        f"other {no_room} are told theirs does not)" in readme
+    )
     assert f"next-step grounding {min(grounding):.2f}-{max(grounding):.2f} at 16k" in readme
 
 

@@ -24,6 +24,14 @@ def test_only_long_string_arguments_are_cut_and_the_call_keeps_its_id_and_name()
     assert call["function"]["arguments"] == json.dumps({"file_path": "/a.py", "content": content}), "a copy"
 
 
+def test_a_lower_floor_cuts_shorter_strings_and_never_below_it() -> None:
+    text = "word " * 60  # 300 characters: under the usual floor, over a shared one
+    call = {"id": "c", "function": {"name": "Note", "arguments": json.dumps({"text": text, "tag": "t"})}}
+    assert shorten_call(call, 0.01) is call, "under the usual 400-character floor: left whole"
+    args = json.loads(shorten_call(call, 0.01, floor=120)["function"]["arguments"])
+    assert len(args["text"]) <= 120 < len(text) and args["text"].startswith("word") and args["tag"] == "t"
+
+
 def test_calls_without_long_json_strings_come_back_as_they_are() -> None:
     short = {"id": "c", "function": {"name": "Bash", "arguments": json.dumps({"command": "ls"})}}
     raw = {"id": "c", "function": {"name": "Bash", "arguments": "not json " * 100}}
