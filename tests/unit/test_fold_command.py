@@ -39,6 +39,10 @@ def _script(messages: list[Message], info: ScriptInfo) -> Reply:
     return Reply(text="done")
 
 
+MANAGERS: list[CompressionManager] = []
+"""Every manager ``_agent`` attached: a fixture waits for their writers before it copies the database file."""
+
+
 def _agent(db: Any, model: ScriptedModel | None = None) -> Agent:
     agent = Agent(
         id="builder",
@@ -49,7 +53,9 @@ def _agent(db: Any, model: ScriptedModel | None = None) -> Agent:
         add_history_to_context=True,
         telemetry=False,
     )
-    return CompressionManager(compress_at_tokens=16_000, payback_calls=None).attach(agent)
+    manager = CompressionManager(compress_at_tokens=16_000, payback_calls=None)
+    MANAGERS.append(manager)
+    return manager.attach(agent)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +66,8 @@ def session_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     agent = _agent(db)
     agent.run(f"Check the build. {HOSTILE}")
     agent.run("Check it again.")
+    for manager in MANAGERS:  # a run's lease is released on the records' writer thread, after the run returned
+        manager.flush_records()
     db.db_engine.dispose()
     return path
 
