@@ -99,8 +99,15 @@ def fold_session(
     leases = leases_of(store)
     manager._records.drain()  # this manager's runs release their leases on its writer thread: ended runs are gone
     deadline = time.monotonic() + wait
+    seen: set[str] = set()  # runs found going: agno stores a run after its post-hook released the run's lease
+    freed: float | None = None
     while True:
-        busy = _take(leases, session_id, manager.summarizer_timeout)
+        busy = _take(leases, session_id, manager.summarizer_timeout, seen)
+        if busy is None and seen and _unstored(db, session_id, seen):
+            freed = time.monotonic() if freed is None else freed
+            if time.monotonic() - freed < STORE_GRACE:  # a run that died is never stored: fold after the grace
+                leases.release(session_id, FOLD)
+                busy = "a run of this session ended and is being stored; fold when it is"
         if busy is None:
             try:
                 return _fold(manager, db, store, model, session_id, instructions, user_id, apply=True)
@@ -108,15 +115,27 @@ def fold_session(
                 leases.release(session_id, FOLD)
         if time.monotonic() >= deadline:
             return FoldResult(BUSY, busy, session_id)
-        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
 
-def _take(leases: Leases, session_id: str, timeout: float) -> str | None:
-    """Take the session's fold lease, then look for runs (the order ``_records.enter`` mirrors); ``None`` when the
-    fold may go ahead, else why not (the lease then released again)."""
+STORE_GRACE = 5.0
+"""Seconds a fold on request that waited for a run waits, after the run's lease went, for agno to store that run."""
+
+
+def _unstored(db: Any, session_id: str, runs: set[str]) -> bool:
+    """True when a run of ``runs`` is not in agno's stored session yet."""
+    session, _ = agno_session(db, session_id)
+    stored = {getattr(r, "run_id", None) for r in session_runs(session)} if session is not None else set()
+    return bool(runs - stored)
+
+
+def _take(leases: Leases, session_id: str, timeout: float, seen: set[str]) -> str | None:
+    """Take the session's fold lease, then look for runs (the order ``_records.enter`` mirrors; their holders, run
+    ids, go into ``seen``); ``None`` when the fold may go ahead, else why not (the lease then released again)."""
     if not leases.take(session_id, FOLD, FOLD, timeout + FOLD_MARGIN):
         return "another fold of this session is going; try again when it ends"
     runs = leases.live(session_id, RUN)
+    seen.update(runs)
     if not runs:
         return None
     leases.release(session_id, FOLD)

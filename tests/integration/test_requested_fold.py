@@ -140,6 +140,28 @@ def test_a_fold_on_request_waits_for_a_run_of_the_session(tmp_path: Path) -> Non
     assert waited.folded and waited.folded_messages == 240 + 4, "the fold came after the run, with its messages"
 
 
+def test_a_fold_on_request_waits_until_agno_stored_the_run_it_waited_for(tmp_path: Path, monkeypatch: Any) -> None:
+    """agno stores a run after the run's post-hook released its lease: a fold that waited for the run folds once the
+    run is stored, and folds anyway after a grace when it never is (a run that died)."""
+    from agno_compression import _requested_fold
+    from agno_compression._stores._leases import RUN
+
+    db = SqliteDb(db_file=str(tmp_path / "s.db"))
+    loop = forty_runs(db)
+    leases = leases_of(store_for(db))
+    assert leases.take(SESSION, "a-run-never-stored", RUN, 60)
+    threading.Timer(0.3, lambda: leases.release(SESSION, "a-run-never-stored")).start()
+    stored = loop.manager.fold_session(db, SESSION, wait=1.5)
+    assert stored.status == "busy" and "being stored" in stored.message, stored.message
+    monkeypatch.setattr(_requested_fold, "STORE_GRACE", 0.5)
+    assert leases.take(SESSION, "another-never-stored", RUN, 60)
+    threading.Timer(0.3, lambda: leases.release(SESSION, "another-never-stored")).start()
+    started = time.monotonic()
+    done = loop.manager.fold_session(db, SESSION, wait=3)
+    assert time.monotonic() - started >= 0.3 + 0.5, "it waited for the run, then for the grace"
+    assert done.folded and done.folded_messages == 240, "after the grace the fold goes ahead without the run"
+
+
 def test_a_run_waits_for_a_fold_on_request(tmp_path: Path) -> None:
     db = SqliteDb(db_file=str(tmp_path / "s.db"))
     loop = forty_runs(db)
