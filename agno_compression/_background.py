@@ -29,7 +29,7 @@ from ._stats import Stats
 from ._summarizers import LLMSummarizer, Summarizer, Summary, SummaryRequest
 
 if TYPE_CHECKING:
-    from ._names import Names
+    from ._keeping._names import Names
     from ._summarizers import Pipeline
 
 log = logging.getLogger("agno_compression")

@@ -78,7 +78,7 @@ def _observations(value: Any) -> None:
 
 
 def _tool_kinds(value: Any) -> None:
-    from ._working_set import KINDS
+    from ._keeping._working_set import KINDS
 
     if value is None:
         return

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agno.models.message import Message
 
-from . import _held, _names, _working_set
+from . import _held
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
+from ._keeping import _names, _working_set
 from ._messages import calls_by_id
 from ._plan import (
     HISTORY,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from agno.models.message import Message
 
-from . import _relevance, _working_set
+from ._keeping import _relevance, _working_set
 from ._plan import HISTORY, FoldPlan, make_summary_message, summary_kind
 from ._runs import RunState
 

@@ -21,9 +21,9 @@ from typing import Any
 from agno.db.base import SessionType
 from agno.run.base import RunContext  # resolved at run time: agno injects the run's context by this annotation
 
-from . import _working_set
 from ._archive import SEARCH_HINT
 from ._exceptions import ConfigError
+from ._keeping import _working_set
 from ._plan import HISTORY, SYSTEM_ROLES, filter_folded, make_summary_message
 from ._provider_compaction import provider_compaction
 from ._sessions import session_runs, stored_ids_of

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from agno.models.base import Model
 
     from ._events import FoldEvent
-    from ._names import Names
+    from ._keeping._names import Names
+    from ._keeping._working_set import Walk
     from ._stores import CompressionStore, SessionCompression
-    from ._working_set import Walk
 
 MAX_TRACKED_RUNS = 256
 """Runs remembered at once; the oldest is forgotten first (a run whose post-hook never came)."""

@@ -16,11 +16,11 @@ from typing import Any
 
 from agno.models.message import Message
 
+from ._keeping._outline import GAP, indexed_outline
+from ._keeping._working_set import is_file_read
 from ._observations import shorten_text
-from ._outline import GAP, indexed_outline
 from ._plan import SYSTEM_ROLES, FoldPlan, is_summary
 from ._runs import RunState
-from ._working_set import is_file_read
 from .tokens import TokenCounter
 
 log = logging.getLogger("agno_compression")

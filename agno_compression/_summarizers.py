@@ -25,12 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agno.models.message import Message
 
-from . import _ledger, _names, _reading
 from ._exceptions import ConfigError, SummarizerError
-from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
-from ._plan import HISTORY, PROGRESS, is_summary
-from ._reading import _EXIT
-from ._summary_text import (
+from ._keeping import _ledger, _names, _reading
+from ._keeping._reading import _EXIT
+from ._keeping._summary_text import (
     KEPT_SECTION,
     NAMES_SHARE,
     PROGRESS_HEADER,
@@ -40,6 +38,8 @@ from ._summary_text import (
     parse_sections,
     strip_header,
 )
+from ._messages import call_repr, calls_by_id, message_text, one_line, tool_name_of
+from ._plan import HISTORY, PROGRESS, is_summary
 
 if TYPE_CHECKING:
     from agno.models.base import Model

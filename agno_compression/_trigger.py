@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from agno.models.message import Message
 
-from . import _held, _working_set
+from . import _held
+from ._keeping import _working_set
 from ._plan import SYSTEM_ROLES, FoldPlan
 from ._provider_compaction import WHY, provider_compaction
 from ._runs import EARLY_FOLD_GAP, RunState

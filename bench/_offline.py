@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agno.models.message import Message
 
-from agno_compression._reading import extract_facts
+from agno_compression._keeping._reading import extract_facts
 from agno_compression.testing import Reply, ScriptedModel, ScriptInfo, block_network
 from agno_compression.tokens import TokenCounter
 from agno_compression.tokens._ranks import _RANK_FILES, _read_rank_bytes

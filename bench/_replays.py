@@ -25,9 +25,9 @@ from typing import Any
 from agno.models.message import Message
 
 from agno_compression import CompressionManager
+from agno_compression._keeping._reading import extract_facts
 from agno_compression._messages import message_text
 from agno_compression._plan import pair_violations, plan_fold
-from agno_compression._reading import extract_facts
 from agno_compression.eval import (
     Trajectory,
     acted_on_facts,

@@ -162,7 +162,7 @@ class ObservationSummaryPolicy:
 
     def extractive(self, text: str) -> str:
         """Head and tail within the budget, plus the facts of the omitted middle."""
-        from .._reading import extract_facts
+        from .._keeping._reading import extract_facts
 
         chars = max(MIN_MAX_CHARS, int(len(text) * self.max_observation_tokens / max(self._count(text), 1) * 0.8))
         kept = truncate_output(text, chars)

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 
 from agno.models.message import Message
 
-from .._ledger import json_strings
+from .._keeping._ledger import json_strings
+from .._keeping._reading import identifiers_in
 from .._messages import content_text
-from .._reading import identifiers_in
 from ._replay import split_turns
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from agno.models.message import Message
 
-from .._ledger import json_strings
+from .._keeping._ledger import json_strings
+from .._keeping._reading import extract_facts
 from .._manager import CompressionManager, FoldEvent
 from .._messages import message_text
 from .._plan import is_summary, pair_violations
-from .._reading import extract_facts
 from ..pricing import BREAKPOINTS, SHORT, Block, CacheUsage, PriceModel, PromptCache, chain
 from ..tokens import TokenCounter
 from ._grounding import grounding, needs_of

@@ -14,7 +14,7 @@ from importlib.resources import files
 
 from agno.models.message import Message
 
-from .._ledger import SECTION, section_lines
+from .._keeping._ledger import SECTION, section_lines
 from .._messages import message_text, one_line
 from .._summarizers import is_masked
 from .._visible import html_text as e

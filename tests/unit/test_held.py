@@ -20,8 +20,8 @@ from agno_compression._held import (
     without_section,
 )
 from agno_compression._held import caps as held_caps
+from agno_compression._keeping._working_set import OUTLINE_SHARE, Artifact, render, split
 from agno_compression._plan import HISTORY, PROGRESS, make_summary_message, plan_fold, summary_kind
-from agno_compression._working_set import OUTLINE_SHARE, Artifact, render, split
 
 WORDS = len
 

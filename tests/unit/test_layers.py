@@ -24,21 +24,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_config",
                 "_messages",
                 "_plan",
-                "_ledger",
-                "_reading",
-                "_names",
-                "_working_set",
-                "_recall",
-                "_relevance",
-                "_edits",
-                "_outline",
-                "_shell",
                 "_summarizers",
-                "_summary_text",
                 "_breakpoints",
                 "_provider_compaction",
             }
-            | {"_observations", "tokens", "pricing"}
+            | {"_keeping", "_observations", "tokens", "pricing"}
         ),
     ),
     (
@@ -92,8 +82,9 @@ def _targets(path: Path, root: Path = PACKAGE) -> Iterator[tuple[str, ...]]:
     """What a source file imports of the package below ``root``, however and wherever it imports it.
 
     Each target is a dotted name below the package as parts, the module that provides each imported name:
-    ``from ._stores import store_for`` gives ``("_stores",)``, ``from . import _ledger`` gives ``("_ledger",)``
-    (a submodule). Absolute imports count when they start with the package's name (``root.name``).
+    ``from ._stores import store_for`` gives ``("_stores",)``, ``from . import _held`` gives ``("_held",)``
+    and ``from ._keeping import _ledger`` gives ``("_keeping", "_ledger")`` (submodules).
+    Absolute imports count when they start with the package's name (``root.name``).
     """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     # the package the file's relative imports start from: the package, or a subpackage of it

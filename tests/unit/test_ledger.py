@@ -8,8 +8,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression import _ledger, _summarizers
-from agno_compression._ledger import mentions, outcome_of
+from agno_compression import _summarizers
+from agno_compression._keeping import _ledger
+from agno_compression._keeping._ledger import mentions, outcome_of
 from agno_compression._messages import command_of
 from agno_compression._summarizers import ExtractiveSummarizer, SummaryRequest
 from agno_compression.tokens import TokenCounter

@@ -9,7 +9,8 @@ from agno.models.message import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression import CompressionManager, Summary, SummaryRequest, _names
+from agno_compression import CompressionManager, Summary, SummaryRequest
+from agno_compression._keeping import _names
 from agno_compression._summarizers import ExtractiveSummarizer, LLMSummarizer
 from agno_compression.testing import Reply, ScriptedModel
 from agno_compression.tokens import TokenCounter

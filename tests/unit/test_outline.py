@@ -6,8 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression._observations import shorten_text
-from agno_compression._outline import (
+from agno_compression._keeping._outline import (
     _DECLARATION,
     GAP,
     INDEX,
@@ -17,7 +16,8 @@ from agno_compression._outline import (
     outline,
     with_gaps,
 )
-from agno_compression._reading import identifiers_in
+from agno_compression._keeping._reading import identifiers_in
+from agno_compression._observations import shorten_text
 
 MODULE = "\n".join(
     [

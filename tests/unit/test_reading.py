@@ -8,7 +8,7 @@ from agno.models.message import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agno_compression import _reading
+from agno_compression._keeping import _reading
 from agno_compression._messages import one_line
 from agno_compression._summarizers import ExtractiveSummarizer, LLMSummarizer, SummaryRequest
 from agno_compression.testing import Reply, ScriptedModel

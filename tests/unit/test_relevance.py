@@ -7,8 +7,8 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._relevance import _shared, drawn_on, in_this_run, model_file, pending, put_first
-from agno_compression._working_set import collect
+from agno_compression._keeping._relevance import _shared, drawn_on, in_this_run, model_file, pending, put_first
+from agno_compression._keeping._working_set import collect
 
 from .test_working_set import call, result
 

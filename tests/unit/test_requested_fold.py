@@ -8,10 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agno_compression import ExtractiveSummarizer, SummaryRequest
+from agno_compression._keeping._summary_text import KEPT_SHARE
 from agno_compression._requested_fold import FoldResult, ask_fold
 from agno_compression._runs import RunState
 from agno_compression._summarizers import KEPT_LINES, kept_lines
-from agno_compression._summary_text import KEPT_SHARE
 from agno_compression.tokens import count_tokens
 
 

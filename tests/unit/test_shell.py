@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agno_compression import _shell
-from agno_compression._shell import shell_command, shell_read, shell_write, stale_after
+from agno_compression._keeping import _shell
+from agno_compression._keeping._shell import shell_command, shell_read, shell_write, stale_after
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agno_compression import CompressionManager, ConfigError
-from agno_compression._outline import GAP
-from agno_compression._reading import identifiers_in
-from agno_compression._working_set import (
+from agno_compression._keeping._outline import GAP
+from agno_compression._keeping._reading import identifiers_in
+from agno_compression._keeping._working_set import (
     DELEGATE,
     EDIT,
     FETCH,

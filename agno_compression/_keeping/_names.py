@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from agno.models.message import Message
 
+from .._messages import call_arguments, content_text
+from .._plan import is_summary
 from ._ledger import json_strings, section_lines
-from ._messages import call_arguments, content_text
-from ._plan import is_summary
 from ._reading import identifier_counts, identifiers_in, identifiers_of
 
 SECTION = "Names in use"

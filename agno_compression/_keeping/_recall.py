@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ._messages import one_line
+from .._messages import one_line
 
 
 class Left(Protocol):

@@ -28,9 +28,9 @@ from typing import Any
 
 from agno.models.message import Message
 
+from .._messages import PATH_KEYS, call_arguments, content_text, first_string, path_argument
+from .._observations import shorten_text
 from ._edits import NEW_KEYS, OLD_KEYS, apply_edit, apply_hunks, patch_files
-from ._messages import PATH_KEYS, call_arguments, content_text, first_string, path_argument
-from ._observations import shorten_text
 from ._outline import indexed_outline
 from ._reading import action_names, names_of_text
 from ._recall import RECALL, recall_line

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._messages import first_string
+from .._messages import first_string
 
 OLD_KEYS = ("old_string", "old_str", "old")
 NEW_KEYS = ("new_string", "new_str", "new")

@@ -23,8 +23,7 @@ from types import MappingProxyType
 
 from agno.models.message import Message
 
-from ._ledger import section_lines
-from ._messages import (
+from .._messages import (
     call_arguments,
     calls_by_id,
     command_of,
@@ -35,7 +34,8 @@ from ._messages import (
     tool_call_texts,
     tool_name_of,
 )
-from ._plan import is_summary
+from .._plan import is_summary
+from ._ledger import section_lines
 
 SECTION = "Read"
 """The summary section that holds what was read."""

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from agno.models.message import Message
 
+from .._messages import call_arguments, content_text, path_argument
 from ._ledger import paths_in
-from ._messages import call_arguments, content_text, path_argument
 from ._reading import action_names, action_text, identifiers_in
 from ._working_set import EDIT, USE_NAMES, WRITE, Artifact, kind_of, names_of_text, taken_from
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from agno.models.message import Message
 
-from ._messages import (
+from .._messages import (
     call_arguments,
     calls_by_id,
     command_of,
@@ -30,7 +30,7 @@ from ._messages import (
     result_ids,
     tool_name_of,
 )
-from ._plan import is_summary
+from .._plan import is_summary
 from ._shell import shell_kind, without_heredoc_bodies
 
 SECTION = "Working state"
