@@ -77,6 +77,8 @@ class Figures:
     over_room: int = 0
     """Calls over the budget in the runs with room: what a fold should have prevented."""
     folds: int = 0
+    least_folds: int = 0
+    """Folds had each kept only the system messages, the request and the newest tool batch (``least_folds``)."""
     grounded: int = 0
     needed: int = 0
     worst: float = 1.0
@@ -84,6 +86,9 @@ class Figures:
     acted_total: int = 0
     cost: float = 0.0
     cost_none: float = 0.0
+    floor: float = 0.0
+    """Cost with caching had every call sent only its system messages, request and newest tool batch (the runs
+    uncompressed, ``Replayed.floor_costs``): what no fold that keeps those verbatim can go below."""
     billed: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     """Provider group -> (billed, baseline billed, worst run's ratio)."""
 
@@ -94,6 +99,10 @@ class Figures:
     @property
     def cost_ratio(self) -> float:
         return self.cost / self.cost_none if self.cost_none else 0.0
+
+    @property
+    def floor_ratio(self) -> float:
+        return self.floor / self.cost_none if self.cost_none else 0.0
 
 
 def populations(data: Path) -> list[Population]:
@@ -124,6 +133,23 @@ def _init(rank_dir: str, variants: dict[str, dict[str, Any]]) -> None:
     _offline.forbid_network()
     _replays.VARIANTS.update(variants)
     _replays.OURS = (*_replays.OURS, *variants)
+
+
+def least_folds(tokens: Sequence[int], floors: Sequence[int], budget: int) -> int:
+    """Folds a run uncompressed (``tokens``: each call's prompt) would make at ``budget`` had each fold come only over
+    the budget and left only that call's floor (``floors``: its system messages, request and newest tool batch).
+
+    What each call adds is what it adds uncompressed; a fold can go no lower than its floor, so a call whose floor is
+    over the budget does not count. A fold that keeps a summary or more steps lands higher and comes back sooner:
+    this is the fold rate the recording itself sets at that budget.
+    """
+    size = previous = folds = 0
+    for prompt, floor in zip(tokens, floors, strict=True):
+        size += max(0, prompt - previous)
+        previous = prompt
+        if size > budget and size > floor:
+            size, folds = floor, folds + 1
+    return folds
 
 
 def measure(
@@ -159,6 +185,7 @@ def measure(
                     f.over += over
                     f.over_room += over if not row.no_room else 0
                     f.folds += row.folds
+                    f.least_folds += least_folds(base.tokens, base.floors, b)
                     f.grounded += row.grounded
                     f.needed += row.grounding_total
                     if row.grounding_total:
@@ -167,6 +194,7 @@ def measure(
                     f.acted_total += total
                     f.cost += row.costs[0]
                     f.cost_none += base.costs[0]
+                    f.floor += base.floor_costs[0] if base.floor_costs else 0.0
     return out
 
 
@@ -250,15 +278,21 @@ def render(
         "the budget; runs whose system messages, tool definitions and request left under a fifth of the budget "
         "(told so once: `budget_too_small`); calls over the budget (prompt with tool definitions, o200k), all and in "
         "the runs with room; next-step grounding (worst run); acted-on "
-        "facts at the end; folds per 100 model calls; input cost with prompt caching (cached prefix 0.1×) ÷ none; "
+        "facts at the end; folds per 100 model calls; input cost with prompt caching (cached prefix 0.1×) ÷ none, "
+        "and its floor: the same had every call sent only its system messages, request and newest tool batch (what "
+        "no fold that keeps those verbatim goes below: every output is sent in full once); the folds per 100 calls "
+        "had each fold come only over the budget and kept only that floor (`least_folds`: the rate the recording "
+        "itself sets; a fold that keeps more comes back sooner); "
         "billed ÷ the same runs uncompressed with the provider's best plain caching, through agno's real `Claude` "
         "and `OpenAIChat` (worst run in brackets).",
         "",
         f"## The default (`{DEFAULT}`) on every population",
         "",
         "| family | part | budget | runs | within | no room | calls over | calls over with room | grounding (worst) | "
-        "acted-on | folds/100 calls | cost cached ÷ none | " + " | ".join(f"billed {_short(g)}" for g in groups) + " |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
+        "acted-on | folds/100 calls | least folds/100 | cost cached ÷ none | floor ÷ none | "
+        + " | ".join(f"billed {_short(g)}" for g in groups)
+        + " |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
     ]
     for p in pops:
         for b in budgets:
@@ -274,7 +308,8 @@ def render(
                 f"| {p.family} | {p.part} | {b // 1000}k | {f.runs} | {f.within} | {f.no_room} | {f.over} | "
                 f"{f.over_room} | "
                 f"{f.grounding:.3f} ({f.worst:.2f}) | {f.acted / f.acted_total if f.acted_total else 1:.3f} | "
-                f"{100 * f.folds / max(1, f.calls):.1f} | {f.cost_ratio:.2f} | " + " | ".join(cells) + " |"
+                f"{100 * f.folds / max(1, f.calls):.1f} | {100 * f.least_folds / max(1, f.calls):.1f} | "
+                f"{f.cost_ratio:.2f} | {f.floor_ratio:.2f} | " + " | ".join(cells) + " |"
             )
     if len(settings) > 1:
         families = sorted({p.family for p in pops})

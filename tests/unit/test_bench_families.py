@@ -1,0 +1,35 @@
+"""The every-family bench (bench/families.py): the fold rate a recording itself sets at a budget, and the cost floor
+beside the cost, as its table reports them. Benchmarks are not tests; this checks what the two bounds mean."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import families  # noqa: E402
+
+
+def test_the_least_folds_come_only_over_the_budget_and_land_on_the_floor() -> None:
+    # 2k, 6k, 10k: over 8k, lands on its 3k floor; +4k is 7k, under; +4k is 11k: the second fold
+    assert families.least_folds([2_000, 6_000, 10_000, 14_000, 18_000], [2_000, 3_000, 3_000, 4_000, 5_000], 8_000) == 2
+
+
+def test_a_call_whose_floor_is_over_the_budget_is_no_fold_and_a_shrinking_prompt_adds_nothing() -> None:
+    assert families.least_folds([9_000], [9_000], 8_000) == 0
+    assert families.least_folds([5_000, 3_000, 6_000], [1_000, 1_000, 1_000], 8_000) == 0
+
+
+def test_the_table_gives_the_least_folds_and_the_floor_beside_the_default() -> None:
+    pop = families.Population("fam", "tune", [])
+    f = families.Figures(runs=1, within=1, calls=50, folds=6, least_folds=3, cost=40.0, cost_none=100.0, floor=20.0)
+    f.needed = f.grounded = 10
+    text = families.render([pop], ["extractive"], {}, [16_000], {("fam", "tune", "extractive", 16_000): f}, {}, "c", 60)
+    header = next(line for line in text.splitlines() if line.startswith("| family |"))
+    row = next(line for line in text.splitlines() if line.startswith("| fam |"))
+    cells = dict(zip(header.strip("|").split(" | "), row.strip("|").split(" | "), strict=True))
+    assert cells["folds/100 calls"].strip() == "12.0"
+    assert cells["least folds/100"].strip() == "6.0"
+    assert (cells["cost cached ÷ none"].strip(), cells["floor ÷ none"].strip()) == ("0.40", "0.20")
