@@ -139,15 +139,16 @@ def least_folds(tokens: Sequence[int], floors: Sequence[int], budget: int) -> in
     """Folds a run uncompressed (``tokens``: each call's prompt) would make at ``budget`` had each fold come only over
     the budget and left only that call's floor (``floors``: its system messages, request and newest tool batch).
 
-    What each call adds is what it adds uncompressed; a fold can go no lower than its floor, so a call whose floor is
-    over the budget does not count. A fold that keeps a summary or more steps lands higher and comes back sooner:
-    this is the fold rate the recording itself sets at that budget.
+    What each call adds is what it adds uncompressed. A call whose floor is over the budget folds nothing: no fold can
+    hold the budget there (a run with no room), and the prompt grows on until a call's floor fits again. A fold that
+    keeps a summary or more steps lands higher and comes back sooner: this is the fold rate the recording itself
+    sets at that budget where the budget can be held.
     """
     size = previous = folds = 0
     for prompt, floor in zip(tokens, floors, strict=True):
         size += max(0, prompt - previous)
         previous = prompt
-        if size > budget and size > floor:
+        if size > budget and floor <= budget:
             size, folds = floor, folds + 1
     return folds
 
@@ -281,8 +282,9 @@ def render(
         "facts at the end; folds per 100 model calls; input cost with prompt caching (cached prefix 0.1×) ÷ none, "
         "and its floor: the same had every call sent only its system messages, request and newest tool batch (what "
         "no fold that keeps those verbatim goes below: every output is sent in full once); the folds per 100 calls "
-        "had each fold come only over the budget and kept only that floor (`least_folds`: the rate the recording "
-        "itself sets; a fold that keeps more comes back sooner); "
+        "had each fold come only over the budget and kept only that floor, none where the floor is over the budget "
+        "(`least_folds`: the rate the recording itself sets where the budget can be held; a fold that keeps more "
+        "comes back sooner); "
         "billed ÷ the same runs uncompressed with the provider's best plain caching, through agno's real `Claude` "
         "and `OpenAIChat` (worst run in brackets).",
         "",

@@ -18,7 +18,8 @@ def test_the_least_folds_come_only_over_the_budget_and_land_on_the_floor() -> No
 
 
 def test_a_call_whose_floor_is_over_the_budget_is_no_fold_and_a_shrinking_prompt_adds_nothing() -> None:
-    assert families.least_folds([9_000], [9_000], 8_000) == 0
+    # a run with no room: 9k, 12k, 15k over floors of 9k and more fold nothing; the floor fits again at 16k: one fold
+    assert families.least_folds([9_000, 12_000, 15_000, 16_000], [9_000, 9_500, 9_800, 3_000], 8_000) == 1
     assert families.least_folds([5_000, 3_000, 6_000], [1_000, 1_000, 1_000], 8_000) == 0
 
 

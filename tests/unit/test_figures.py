@@ -153,6 +153,34 @@ def test_families_figures() -> None:
     assert f"next-step grounding {min(grounding):.2f}-{max(grounding):.2f} at 16k" in readme
 
 
+def test_families_bounds_and_early_fold_figures() -> None:
+    held = [r for h, rs in tables(FAMILIES) if h.startswith("The default") for r in rs if r["part"] == "heldout"]
+    least = {r["budget"]: r["least folds/100"] for r in held if r["family"] == "codex-cli-agentv"}
+    side = [r for h, rs in tables(FAMILIES) if h.startswith("Candidates") for r in rs if r.get("part") == "heldout"]
+
+    def cell(family: str, budget: str, setting: str) -> list[str]:
+        return next(r[setting] for r in side if r["family"] == family and r["budget"] == budget).split(" / ")
+
+    others = sorted({r["family"] for r in side} - {"codex-cli-agentv"})
+    folds = {s: [float(cell(f, "32k", s)[2]) for f in others] for s in ("extractive", "no-early-folds")}
+    readme = text("bench/families/README.md")
+    assert f"at least {least['16k']} folds per 100 calls at 16k and {least['32k']} at 32k" in readme
+    nofold = folds["no-early-folds"]
+    codex = cell("codex-cli-agentv", "32k", "no-early-folds")[2]
+    assert f"folds per 100 calls are {min(nofold):.1f}-{max(nofold):.1f} outside Codex ({codex} there)" in readme
+    assert f"against {min(folds['extractive']):.1f}-{max(folds['extractive']):.1f} for the default" in readme
+    for family in {r["family"] for r in side}:
+        base, new = cell(family, "32k", "extractive"), cell(family, "32k", "no-early-folds")
+        assert float(new[1]) > float(base[1]), f"{family}: the cost rises at 32k without the early fold"
+    gemini, mini = (
+        [cell(f, "32k", s)[1] for s in ("extractive", "no-early-folds")]
+        for f in ("gemini-cli-m-gemini", "mini-swe-agent-gemini3")
+    )
+    assert f"Gemini CLI {gemini[0]} -> {gemini[1]}, mini-swe-agent {mini[0]} -> {mini[1]}" in readme
+    pack = [cell("claude-code-packmind-context-evaluator", "32k", s)[0] for s in ("extractive", "no-early-folds")]
+    assert f"falls from {pack[0]} to {pack[1]}" in readme
+
+
 def test_short_runs_figures() -> None:
     r = row(MAIN, "All recorded runs", threshold="8k", setting="extractive")
     builtins = [
