@@ -131,12 +131,32 @@ def call_arguments(call: dict[str, Any]) -> Any:
 
 
 PATH_KEYS = ("file_path", "absolute_path", "path", "file_name", "filename", "file", "notebook_path", "target_file")
-"""Argument names file tools give the file they act on (agno, Claude Code, Gemini CLI, OpenHands...)."""
+"""Argument names file tools give the file they act on (agno, Claude Code, Gemini CLI, OpenHands...), in any case
+style (``argument_key``: OpenCode's ``filePath``)."""
+
+
+def argument_key(name: str) -> str:
+    """An argument name in one style: ``file_path``, ``filePath``, ``FilePath`` and ``file-path`` are one name (tools
+    name their arguments in their own language's style)."""
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def argument(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
+    """The value of the first of ``keys`` that ``args`` has, in any case style (``argument_key``), or ``None``."""
+    keys = tuple(keys)
+    if (found := next((args[k] for k in keys if args.get(k) is not None), None)) is not None:
+        return found
+    styled = {argument_key(str(k)): v for k, v in args.items()}
+    return next((styled[k] for k in map(argument_key, keys) if styled.get(k) is not None), None)
 
 
 def first_string(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    """The first of ``keys`` whose value in ``args`` is a string, or ``None``."""
-    return next((args[k] for k in keys if isinstance(args.get(k), str)), None)
+    """The first of ``keys`` whose value in ``args`` is a string, or ``None``; keys match in any case style."""
+    keys = tuple(keys)
+    if (found := next((args[k] for k in keys if isinstance(args.get(k), str)), None)) is not None:
+        return found
+    styled = {argument_key(str(k)): v for k, v in args.items()}
+    return next((styled[k] for k in map(argument_key, keys) if isinstance(styled.get(k), str)), None)
 
 
 def path_argument(args: Mapping[str, Any]) -> str | None:

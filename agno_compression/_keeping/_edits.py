@@ -1,5 +1,6 @@
 """An agent's edits applied to the text of a file it holds: a replacement (``old``/``new`` strings, a list of them as
-in Claude Code's MultiEdit) or a Codex ``apply_patch`` patch. An edit that cannot be applied gives ``None``: the
+in Claude Code's MultiEdit, argument names in any case style as OpenCode's ``oldString``), SEARCH/REPLACE blocks
+(Cline, Roo Code) or a Codex ``apply_patch`` patch. An edit that cannot be applied gives ``None``: the
 text no longer matches the file. Pure: strings in, strings out.
 """
 
@@ -9,14 +10,30 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._messages import first_string
+from .._messages import argument, first_string
 
 OLD_KEYS = ("old_string", "old_str", "old")
 NEW_KEYS = ("new_string", "new_str", "new")
 
 
+_BLOCK = re.compile(
+    r"^(?:<{7}|-{7}) SEARCH[ \t]*\n(?::start_line:\s*\d+[ \t]*\n-{7}[ \t]*\n)?(.*?)\n?^={7}[ \t]*\n(.*?)\n?"
+    r"^(?:>{7}|\+{7}) REPLACE[ \t]*$",
+    re.M | re.S,
+)
+"""One SEARCH/REPLACE block of Cline's ``replace_in_file`` (``------- SEARCH`` ... ``+++++++ REPLACE``, formerly
+``<<<<<<<``/``>>>>>>>``) or Roo Code's ``apply_diff`` (a ``:start_line:`` line first)."""
+
+
+def has_blocks(diff: Any) -> bool:
+    """True when ``diff`` is text holding SEARCH/REPLACE blocks."""
+    return isinstance(diff, str) and _BLOCK.search(diff) is not None
+
+
 def apply_edit(text: str, args: Mapping[str, Any]) -> str | None:
     """``text`` after an edit call, or ``None`` when the edit cannot be applied to it (the text is then stale)."""
+    if has_blocks(diff := first_string(args, ("diff",))):
+        return apply_blocks(text, diff)
     edits = args.get("edits")
     steps = edits if isinstance(edits, list) else [args]
     for step in steps:
@@ -25,7 +42,17 @@ def apply_edit(text: str, args: Mapping[str, Any]) -> str | None:
         old, new = first_string(step, OLD_KEYS), first_string(step, NEW_KEYS)
         if old is None or new is None or not old or old not in text:
             return None
-        text = text.replace(old, new) if step.get("replace_all") else text.replace(old, new, 1)
+        text = text.replace(old, new) if argument(step, ("replace_all",)) else text.replace(old, new, 1)
+    return text
+
+
+def apply_blocks(text: str, diff: str) -> str | None:
+    """``text`` after each SEARCH/REPLACE block of ``diff`` in turn, or ``None`` when one's search text is not in it."""
+    for block in _BLOCK.finditer(diff):
+        old, new = block.group(1), block.group(2)
+        if not old or old not in text:  # an empty search (a whole new file) is not followed here either
+            return None
+        text = text.replace(old, new, 1)
     return text
 
 

@@ -31,7 +31,7 @@ from .._messages import (
     tool_name_of,
 )
 from .._plan import is_summary
-from ._shell import shell_kind, without_heredoc_bodies
+from ._shell import shell_command, shell_kind, without_heredoc_bodies
 
 SECTION = "Working state"
 
@@ -342,6 +342,8 @@ def _file_action(tool: str, args: Any) -> tuple[str | None, str | None]:
     command = next((strings[k] for k in _SHELL_KEYS if isinstance(strings.get(k), str)), None)
     if command is None and isinstance(args, str):
         command = args
+    elif command is None:  # an argument list: Codex's ``shell`` tool, agno's ShellTools
+        command = shell_command(strings)
     if command is not None:
         command = command_of(command)  # reasoning followed by a ```bash block runs the block
     for pattern, kind in ((_CREATE, "created"), (_EDIT, "edited"), (_READ, "read")):

@@ -65,12 +65,22 @@ def without_heredoc_bodies(command: str) -> str:
     return _HEREDOC_BODY.sub(r"\1", command)
 
 
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "pwsh", "powershell"})
+_SCRIPT_FLAGS = frozenset({"-c", "-lc", "-ic", "-lic", "-Command"})
+
+
 def shell_command(args: Mapping[str, Any]) -> str | None:
-    """A shell call's command line: its ``command`` or ``cmd`` string, or agno ``ShellTools``' ``args`` list."""
+    """A shell call's command line: its ``command`` or ``cmd``, a string or an argument list (Codex's ``shell`` tool:
+    ``["bash", "-lc", script]`` runs ``script``), or agno ``ShellTools``' ``args`` list."""
     command = args.get("command", args.get("cmd"))
-    if command is None and isinstance(args.get("args"), list) and all(isinstance(a, str) for a in args["args"]):
-        return " ".join(args["args"])
-    return command if isinstance(command, str) else None
+    if command is None and isinstance(args.get("args"), list):
+        command = args["args"]
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        return command if isinstance(command, str) else None
+    shell = command[0].rsplit("/", 1)[-1].removesuffix(".exe")
+    if len(command) == 3 and shell in _SHELLS and command[1] in _SCRIPT_FLAGS:
+        return command[2]
+    return " ".join(command)
 
 
 def shell_read(args: Mapping[str, Any]) -> str | None:

@@ -70,6 +70,51 @@ def test_a_file_read_before_a_fold_reaches_the_write_that_needs_it(tmp_path: Pat
     assert (tmp_path / "config.py").read_text() == CONFIG.replace("float", "int")
 
 
+def test_an_opencode_agents_read_and_edit_reach_the_write_after_a_fold(tmp_path: Path) -> None:
+    """OpenCode's own tools, as its agent calls them: camelCase arguments, a read framed in tags with ``N: `` gutters
+    (anomalyco/opencode packages/opencode/src/tool/read.ts and edit.ts). What the fold keeps is the file as edited."""
+    (tmp_path / "config.py").write_text(CONFIG)
+
+    def read(filePath: str, offset: int = 1, limit: int = 2000) -> str:  # the agent's own argument names
+        """Read a file."""
+        lines = (tmp_path / filePath).read_text().split("\n")[offset - 1 : offset - 1 + limit]
+        body = "\n".join(f"{offset + i}: {line}" for i, line in enumerate(lines))
+        end = f"(End of file - total {len(lines)} lines)"
+        return f"<path>{tmp_path / filePath}</path>\n<type>file</type>\n<content>\n{body}\n\n{end}\n</content>"
+
+    def edit(filePath: str, oldString: str, newString: str, replaceAll: bool = False) -> str:
+        """Edit a file."""
+        path = tmp_path / filePath
+        text = path.read_text()
+        path.write_text(text.replace(oldString, newString) if replaceAll else text.replace(oldString, newString, 1))
+        return "Edit applied successfully."
+
+    seen: dict[str, str] = {}
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        step = info.call_index
+        if step == 0:
+            return Reply(tool_calls=[ToolCall("read", {"filePath": "config.py"})])
+        if step == 1:
+            change = {"filePath": "config.py", "oldString": "float", "newString": "int", "replaceAll": True}
+            return Reply(tool_calls=[ToolCall("edit", change)])
+        if "summaries" not in seen and (summaries := _summaries(messages)):
+            seen["summaries"] = summaries  # the first call after a fold: the file was in use a few calls before
+            return Reply(text="Done.")
+        return Reply(tool_calls=[ToolCall("run_checks", {"index": step})])
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    agent, model = scripted_agent(script, read, edit, run_checks, manager=manager)
+    agent.run("Make every backoff field an int.")
+    assert manager.stats["folds"] == 1
+    assert not any(m.role == "tool" and "RetryPolicy" in m.get_content_string() for m in model.requests[-1].messages)
+    assert "### file config.py" in seen["summaries"]
+    assert "    backoff_field_29: int = 29.5  # seconds before retry 29" in seen["summaries"], "as edited, no gutter"
+    assert "<content>" not in seen["summaries"] and "29: class" not in seen["summaries"]
+    assert "- edited: config.py" in seen["summaries"]
+    assert (tmp_path / "config.py").read_text() == CONFIG.replace("float", "int")
+
+
 def test_without_a_working_set_the_fold_keeps_only_names(tmp_path: Path) -> None:
     (tmp_path / "config.py").write_text(CONFIG)
     for i in range(6):

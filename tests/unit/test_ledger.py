@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -282,6 +283,18 @@ def test_a_written_file_creates_its_path_and_the_names_in_its_text_that_are_not_
     assert "github.com/acme/cli/cmd/paths" in created and "docs/notes.md" in created
     assert "encoding/json" not in created, "an import name of one part and no extension is not a path"
     assert ledger.values["exception names seen"] == ["`ParseError`", "`SyntaxError`"], "names the code raises"
+
+
+@pytest.mark.parametrize("path_key", ["file_path", "filePath", "FilePath", "file-path"])
+def test_a_file_tool_names_its_file_in_any_case_style(path_key: str) -> None:
+    text = "see docs/notes.md; import { a } from 'lib/a'"
+    ledger = _ledger.build(_call("edit", {path_key: "/repo/src/app.ts", "oldString": text, "newString": "b"}))
+    assert ledger.values["edited"] == ["/repo/src/app.ts", "docs/notes.md"], "an import name is not a path"
+
+
+def test_a_command_given_as_an_argument_list_is_in_the_ledger_as_the_script_it_ran() -> None:
+    ledger = _ledger.build(_call("shell", {"command": ["bash", "-lc", "cat src/app.py"], "workdir": "/repo"}))
+    assert ledger.lines() == ["- read: src/app.py", "- ran `cat src/app.py`"]
 
 
 def test_a_bare_error_line_is_an_error_and_a_count_of_errors_is_not() -> None:

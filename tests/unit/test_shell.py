@@ -34,6 +34,21 @@ def test_agnos_shell_tools_give_the_command_as_a_list() -> None:
 
 
 @pytest.mark.parametrize(
+    ("command", "line"),
+    [
+        (["bash", "-lc", "sed -n '1,40p' src/c.py"], "sed -n '1,40p' src/c.py"),  # Codex CLI's shell tool
+        (["/bin/zsh", "-c", "cat a.py"], "cat a.py"),
+        (["pwsh.exe", "-Command", "Get-Content a.py"], "Get-Content a.py"),
+        (["git", "status", "--short"], "git status --short"),
+        (["bash", "script.sh"], "bash script.sh"),
+        ([], None),
+    ],
+)
+def test_a_command_given_as_an_argument_list_is_the_script_its_shell_runs(command: list, line: str | None) -> None:
+    assert shell_command({"command": command, "workdir": "/repo"}) == line
+
+
+@pytest.mark.parametrize(
     ("command", "written"),
     [
         ("cat > /a/b.py << 'EOF'\nx = 1\ny = 2\nEOF", ("/a/b.py", "x = 1\ny = 2")),

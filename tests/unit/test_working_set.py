@@ -21,7 +21,6 @@ from agno_compression._keeping._working_set import (
     Artifact,
     Walk,
     collect,
-    file_text,
     held_tokens,
     kind_of,
     render,
@@ -72,6 +71,12 @@ def result(cid: str, name: str, text: str, *, error: bool = False) -> Message:
         ("patch_source", {"target_file": "/a.py", "old": "x", "new": "y"}, EDIT),
         ("put_source", {"filename": "a.py", "text": "x"}, WRITE),
         ("download", {"url": "https://example.com"}, FETCH),
+        # argument names in another case style (OpenCode), SEARCH/REPLACE blocks (Cline, Roo Code)
+        ("read", {"filePath": "/a.py", "offset": 3, "limit": 40}, READ),
+        ("edit", {"filePath": "/a.py", "oldString": "x", "newString": "y", "replaceAll": False}, EDIT),
+        ("write", {"filePath": "/a.py", "content": "x"}, WRITE),
+        ("replace_in_file", {"path": "a.py", "diff": "------- SEARCH\nx\n=======\ny\n+++++++ REPLACE"}, EDIT),
+        ("apply_diff", {"path": "a.py", "diff": "no blocks here"}, None),
         ("run_shell_command", {"command": "cat a.py"}, None),
         ("Bash", {"command": "ls"}, None),
         ("search_files", {"pattern": "*.py"}, None),
@@ -91,14 +96,6 @@ def test_tool_kinds_are_checked_with_a_message_naming_the_value() -> None:
         CompressionManager(tool_kinds={"mine": "open"})
     with pytest.raises(ConfigError, match="working_set_ratio"):
         CompressionManager(working_set_ratio=1.5)
-
-
-def test_a_read_loses_its_line_number_gutter_and_system_reminders() -> None:
-    raw = "     1→package main\n     2→\n     3→func main() {}\n\n<system-reminder>\nbe careful\n</system-reminder>\n"
-    assert file_text(raw) == "package main\n\nfunc main() {}"
-    view = "Here's the result of running `cat -n` on /a.py:\n     1\timport os\n     2\tprint(os.sep)\n"
-    assert file_text(view) == "import os\nprint(os.sep)"
-    assert file_text("plain 1→ text\nno gutter") == "plain 1→ text\nno gutter"
 
 
 def test_an_edit_is_applied_to_what_was_read_and_a_write_replaces_it() -> None:
@@ -174,6 +171,9 @@ def test_partial_reads_are_kept_apart_until_a_whole_read() -> None:
     assert sorted(a.key for a in collect(messages)) == ["/a.py (offset 10, limit 5)", "/a.py (offset 50, limit 5)"]
     whole = [call("3", "Read", file_path="/a.py"), result("3", "Read", "everything")]
     assert [a.key for a in collect(messages + whole)] == ["/a.py"]
+    cursor = [call("4", "read_file", target_file="/b.py", start_line_one_indexed=3, end_line_one_indexed_inclusive=9)]
+    [part] = collect([*cursor, result("4", "read_file", "a part")])
+    assert part.key == "/b.py (start_line_one_indexed 3, end_line_one_indexed_inclusive 9)"
 
 
 def test_a_codex_patch_adds_and_updates_files() -> None:
@@ -182,6 +182,41 @@ def test_a_codex_patch_adds_and_updates_files() -> None:
     messages = [call("1", "apply_patch", input=add), call("2", "apply_patch", input=update)]
     [item] = collect(messages)
     assert item.text == "def hello():\n    return 2"
+
+
+def test_an_opencode_session_is_followed_as_a_claude_code_one() -> None:
+    """OpenCode names its arguments ``filePath``, ``oldString``, ``newString``, ``replaceAll`` and frames a read in
+    tags with ``N: `` gutters (packages/opencode/src/tool/read.ts, edit.ts, apply_patch.ts)."""
+    framed = "<path>/src/a.py</path>\n<type>file</type>\n<content>\n1: x = 1\n2: y = 2\n\n(End of file)\n</content>"
+    patch = "*** Begin Patch\n*** Update File: /src/a.py\n@@\n-x = 3\n+x = 4\n*** End Patch"
+    messages = [
+        call("1", "read", filePath="/src/a.py"),
+        result("1", "read", framed),
+        call("2", "edit", filePath="/src/a.py", oldString="1", newString="3", replaceAll=True),
+        result("2", "edit", "Edit applied successfully."),
+        call("3", "apply_patch", patchText=patch),
+        result("3", "apply_patch", "Success."),
+        call("4", "read", filePath="/src/b.py", offset=10, limit=2),
+        result("4", "read", "<path>/src/b.py</path>\n<type>file</type>\n<content>\n10: z = 0\n11: w = 0\n</content>"),
+    ]
+    part, whole = collect(messages)
+    assert (whole.key, whole.text) == ("/src/a.py", "x = 4\ny = 2")
+    assert (part.key, part.text) == ("/src/b.py (offset 10, limit 2)", "z = 0\nw = 0")
+
+
+@pytest.mark.parametrize(
+    "diff",
+    [
+        "------- SEARCH\ny = 2\n=======\ny = 3\n+++++++ REPLACE",  # Cline
+        "<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE",  # Cline before 3.18
+        "<<<<<<< SEARCH\n:start_line:2\n-------\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE",  # Roo Code
+    ],
+)
+def test_search_replace_blocks_edit_what_was_read_and_one_that_does_not_match_leaves_it_stale(diff: str) -> None:
+    read = [call("1", "read_file", path="a.py"), result("1", "read_file", "x = 1\ny = 2")]
+    [item] = collect([*read, call("2", "replace_in_file", path="a.py", diff=diff)])
+    assert item.text == "x = 1\ny = 3"
+    assert collect([*read, call("2", "apply_diff", path="a.py", diff=diff.replace("y = 2", "q = 9"))]) == []
 
 
 def test_pages_and_reports_are_kept_by_their_address_or_task() -> None:
