@@ -67,6 +67,8 @@ class Meter:
         self.pairs: list[tuple[Sequence[Message], str]] = []
         """(folded originals, summary) of every summary written, for fact retention."""
         self.folds = 0
+        self.fold_calls: list[int] = []
+        """Index of the model call each fold came before (masks and shortenings alone are not folds)."""
 
     def machinery_wrapper(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -169,6 +171,10 @@ class Replayed:
     below it no setting that keeps those verbatim can go (computed for ``none``)."""
     fixed_peak: int = 0
     """Largest system + current user message (+ tool definitions) of any call: what nothing can shrink."""
+    fixed: list[int] = field(default_factory=list)
+    """Per model call, its system + current user message (+ tool definitions) (computed for ``none``)."""
+    fold_calls: list[int] = field(default_factory=list)
+    """Index of each model call a fold came before (``Meter.fold_calls``)."""
     errors: int = 0
     no_room: int = 0
     """Runs of the recording whose system messages, tool definitions and request left no workable room
@@ -255,6 +261,8 @@ def _ours(
     setting: str, threshold: int, meter: Meter, summarizer: Any, target_ratio: float | None
 ) -> CompressionManager:
     def on_fold(event: Any, folded: Sequence[Message]) -> None:
+        if event.strategy not in ("mask", "shorten"):  # as stats["folds"] counts them
+            meter.fold_calls.append(len(meter.per_call))  # the fold comes before the call about to be booked
         if event.summary and folded:
             meter.pairs.append((list(folded), event.summary))
 
@@ -317,18 +325,18 @@ def composition(requests: Sequence[Any]) -> dict[str, int]:
     return out
 
 
-def floors(requests: Sequence[Any]) -> tuple[list[int], int, list[float]]:
-    """Per model call, tokens of system + current user + last tool batch only (plus the tool definitions);
-    the largest system + current user (+ tool definitions) of any call; and what those floors cost with caching."""
+def floors(requests: Sequence[Any]) -> tuple[list[int], list[int], list[float]]:
+    """Per model call, tokens of system + current user + last tool batch only (plus the tool definitions); per
+    model call, system + current user (+ tool definitions); and what the floors cost with caching."""
     out = []
     views = []
-    fixed = 0
+    fixed = []
     for r in requests:
         plan = plan_fold(r.messages)
         views.append(plan.view())
         out.append(_COUNTER.count_prompt(views[-1], r.tools))
         users = [plan.current] if plan.current is not None else []
-        fixed = max(fixed, _COUNTER.count_prompt([*plan.system, *users], r.tools))
+        fixed.append(_COUNTER.count_prompt([*plan.system, *users], r.tools))
     return out, fixed, cached_costs(list(zip(views, out, strict=True)), _COUNTER)
 
 
@@ -434,7 +442,7 @@ def replay_one(
     requests = model.requests
     if not analyse:
         meter.pairs = []
-    floor_counts, fixed, floor_costs = floors(requests) if setting == "none" and analyse else ([], 0, [])
+    floor_counts, fixed, floor_costs = floors(requests) if setting == "none" and analyse else ([], [], [])
     if manager is not None:  # one summary written per fold (two for the extractive one when it covers both spans)
         meter.summarizer_calls = (
             manager.stats.get("summarizer_calls", 0) if setting != "llm" else len(getattr(summarizer, "requests", []))
@@ -457,7 +465,9 @@ def replay_one(
         summarizer_prompt_tokens=sum(r.prompt_tokens for r in getattr(summarizer, "requests", [])),
         floors=floor_counts,
         floor_costs=floor_costs,
-        fixed_peak=fixed,
+        fixed_peak=max(fixed, default=0),
+        fixed=fixed,
+        fold_calls=meter.fold_calls,
         errors=errors,
         no_room=stats.get("budget_too_small", 0),
         cpu=cpu,

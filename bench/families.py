@@ -40,6 +40,7 @@ import _billing  # noqa: E402
 import _offline  # noqa: E402
 import _replays  # noqa: E402
 
+from agno_compression._trigger import MIN_ROOM_SHARE  # noqa: E402
 from agno_compression.eval import Trajectory, acted_retained, load_trajectories  # noqa: E402
 
 DEFAULT = "extractive"
@@ -79,6 +80,10 @@ class Figures:
     folds: int = 0
     least_folds: int = 0
     """Folds had each kept only the system messages, the request and the newest tool batch (``least_folds``)."""
+    no_room_calls: int = 0
+    no_room_folds: int = 0
+    """Model calls whose system messages, tool definitions and request leave under ``MIN_ROOM_SHARE`` of the budget
+    (``no_room_calls``), and the folds before them: the fold rate where the budget cannot be held."""
     grounded: int = 0
     needed: int = 0
     worst: float = 1.0
@@ -153,6 +158,14 @@ def least_folds(tokens: Sequence[int], floors: Sequence[int], budget: int) -> in
     return folds
 
 
+def no_room_folds(fixed: Sequence[int], fold_calls: Iterable[int], budget: int) -> tuple[int, int]:
+    """The model calls whose system messages, tool definitions and request (``fixed``, per call) leave under
+    ``MIN_ROOM_SHARE`` of ``budget``, as the manager tells a run it has no room, and the folds that came before
+    them (``fold_calls``: call indices)."""
+    tight = {k for k, size in enumerate(fixed) if budget - size < budget * MIN_ROOM_SHARE}
+    return len(tight), sum(1 for k in fold_calls if k in tight)
+
+
 def measure(
     pops: Sequence[Population],
     settings: Sequence[str],
@@ -187,6 +200,9 @@ def measure(
                     f.over_room += over if not row.no_room else 0
                     f.folds += row.folds
                     f.least_folds += least_folds(base.tokens, base.floors, b)
+                    calls, folds = no_room_folds(base.fixed, row.fold_calls, b)
+                    f.no_room_calls += calls
+                    f.no_room_folds += folds
                     f.grounded += row.grounded
                     f.needed += row.grounding_total
                     if row.grounding_total:
@@ -284,17 +300,18 @@ def render(
         "no fold that keeps those verbatim goes below: every output is sent in full once); the folds per 100 calls "
         "had each fold come only over the budget and kept only that floor, none where the floor is over the budget "
         "(`least_folds`: the rate the recording itself sets where the budget can be held; a fold that keeps more "
-        "comes back sooner); "
+        "comes back sooner); the folds per 100 of the calls whose system messages, tool definitions and request "
+        "leave under a fifth of the budget (no room: the budget cannot be held there; – where there are none); "
         "billed ÷ the same runs uncompressed with the provider's best plain caching, through agno's real `Claude` "
         "and `OpenAIChat` (worst run in brackets).",
         "",
         f"## The default (`{DEFAULT}`) on every population",
         "",
         "| family | part | budget | runs | within | no room | calls over | calls over with room | grounding (worst) | "
-        "acted-on | folds/100 calls | least folds/100 | cost cached ÷ none | floor ÷ none | "
+        "acted-on | folds/100 calls | least folds/100 | folds/100 with no room | cost cached ÷ none | floor ÷ none | "
         + " | ".join(f"billed {_short(g)}" for g in groups)
         + " |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(groups),
     ]
     for p in pops:
         for b in budgets:
@@ -311,6 +328,7 @@ def render(
                 f"{f.over_room} | "
                 f"{f.grounding:.3f} ({f.worst:.2f}) | {f.acted / f.acted_total if f.acted_total else 1:.3f} | "
                 f"{100 * f.folds / max(1, f.calls):.1f} | {100 * f.least_folds / max(1, f.calls):.1f} | "
+                f"{f'{100 * f.no_room_folds / f.no_room_calls:.1f}' if f.no_room_calls else '–'} | "
                 f"{f.cost_ratio:.2f} | {f.floor_ratio:.2f} | " + " | ".join(cells) + " |"
             )
     if len(settings) > 1:

@@ -1,5 +1,6 @@
-"""The every-family bench (bench/families.py): the fold rate a recording itself sets at a budget, and the cost floor
-beside the cost, as its table reports them. Benchmarks are not tests; this checks what the two bounds mean."""
+"""The every-family bench (bench/families.py): the fold rate a recording itself sets at a budget, the fold rate where
+the request leaves no room, and the cost floor beside the cost, as its table reports them. Benchmarks are not tests;
+this checks what those figures mean."""
 
 from __future__ import annotations
 
@@ -23,9 +24,17 @@ def test_a_call_whose_floor_is_over_the_budget_is_no_fold_and_a_shrinking_prompt
     assert families.least_folds([5_000, 3_000, 6_000], [1_000, 1_000, 1_000], 8_000) == 0
 
 
+def test_the_calls_with_no_room_are_those_whose_request_leaves_under_a_fifth_and_their_folds_are_counted() -> None:
+    # at 8k a fifth is 1.6k: 6.5k leaves room, 6.5k + 1 does not
+    fixed = [6_400, 6_401, 7_000, 9_000, 2_000]
+    assert families.no_room_folds(fixed, [0, 1, 3, 4], 8_000) == (3, 2)
+    assert families.no_room_folds(fixed, [], 16_000) == (0, 0)
+
+
 def test_the_table_gives_the_least_folds_and_the_floor_beside_the_default() -> None:
     pop = families.Population("fam", "tune", [])
     f = families.Figures(runs=1, within=1, calls=50, folds=6, least_folds=3, cost=40.0, cost_none=100.0, floor=20.0)
+    f.no_room_calls, f.no_room_folds = 20, 4
     f.needed = f.grounded = 10
     text = families.render([pop], ["extractive"], {}, [16_000], {("fam", "tune", "extractive", 16_000): f}, {}, "c", 60)
     header = next(line for line in text.splitlines() if line.startswith("| family |"))
@@ -33,4 +42,5 @@ def test_the_table_gives_the_least_folds_and_the_floor_beside_the_default() -> N
     cells = dict(zip(header.strip("|").split(" | "), row.strip("|").split(" | "), strict=True))
     assert cells["folds/100 calls"].strip() == "12.0"
     assert cells["least folds/100"].strip() == "6.0"
+    assert cells["folds/100 with no room"].strip() == "20.0"
     assert (cells["cost cached ÷ none"].strip(), cells["floor ÷ none"].strip()) == ("0.40", "0.20")

@@ -181,6 +181,21 @@ def test_families_bounds_and_early_fold_figures() -> None:
     assert f"falls from {pack[0]} to {pack[1]}" in readme
 
 
+def test_families_no_room_figures() -> None:
+    rows = [r for h, rs in tables(FAMILIES) if h.startswith("The default") for r in rs if r["budget"] == "8k"]
+    tight = {
+        (r["family"], r["part"]): float(r["folds/100 with no room"]) for r in rows if r["folds/100 with no room"] != "–"
+    }
+    readme = text("bench/families/README.md")
+    assert f"At 8k, {len(tight)} populations have such" in readme
+    assert f"folds {min(tight.values()):.1f}-{max(tight.values()):.1f} times per 100 of them" in readme
+    over = {k: v for k, v in tight.items() if v > 20}
+    codex = (over[("codex-cli-agentv", "tune")], over[("codex-cli-agentv", "heldout")])
+    assert f"Codex CLI ({codex[0]:.1f} on the tune part, {codex[1]:.1f} held out)" in readme
+    assert f"oh-my-posh's tune part ({over[('claude-code-oh-my-posh', 'tune')]:.1f})" in readme
+    assert len(over) == 3, over
+
+
 def test_short_runs_figures() -> None:
     r = row(MAIN, "All recorded runs", threshold="8k", setting="extractive")
     builtins = [
