@@ -141,22 +141,19 @@ def argument_key(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
-def argument(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
-    """The value of the first of ``keys`` that ``args`` has, in any case style (``argument_key``), or ``None``."""
+def argument(args: Mapping[str, Any], keys: Iterable[str], wanted: type | tuple[type, ...] = object) -> Any:
+    """The value of the first of ``keys`` that ``args`` gives as a ``wanted``, the names in any case style
+    (``argument_key``), or ``None``. Names as written are looked up first: no restyling on the common path."""
     keys = tuple(keys)
-    if (found := next((args[k] for k in keys if args.get(k) is not None), None)) is not None:
+    if (found := next((v for k in keys if isinstance(v := args.get(k), wanted) and v is not None), None)) is not None:
         return found
-    styled = {argument_key(str(k)): v for k, v in args.items()}
-    return next((styled[k] for k in map(argument_key, keys) if styled.get(k) is not None), None)
+    styled = {argument_key(str(k)): v for k, v in args.items() if v is not None}
+    return next((v for k in map(argument_key, keys) if isinstance(v := styled.get(k), wanted) and v is not None), None)
 
 
 def first_string(args: Mapping[str, Any], keys: Iterable[str]) -> Any:
     """The first of ``keys`` whose value in ``args`` is a string, or ``None``; keys match in any case style."""
-    keys = tuple(keys)
-    if (found := next((args[k] for k in keys if isinstance(args.get(k), str)), None)) is not None:
-        return found
-    styled = {argument_key(str(k)): v for k, v in args.items()}
-    return next((styled[k] for k in map(argument_key, keys) if isinstance(styled.get(k), str)), None)
+    return argument(args, keys, str)
 
 
 def path_argument(args: Mapping[str, Any]) -> str | None:
