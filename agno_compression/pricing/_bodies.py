@@ -13,12 +13,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..tokens._images import image_size, image_tokens
 from ._cache import LONG, SHORT, Block, chain
 
 Count = Callable[[str], int]
 
 IMAGE_TOKENS = 1_600
-"""What an image block is counted as (about a megapixel image, Anthropic's own rule of thumb)."""
+"""What a document block is counted as (about a megapixel image, Anthropic's own rule of thumb); an image block is
+counted by Anthropic's rule for its size (``tokens._images``)."""
 BLOCK_OVERHEAD = 3
 """Tokens of framing per block (type, role and separators) on top of its text."""
 
@@ -57,7 +59,10 @@ def _text_of(value: Any) -> str:
 
 def _tokens(block: Mapping[str, Any], count: Count) -> int:
     kind = block.get("type")
-    if kind in ("image", "document") and isinstance(block.get("source"), Mapping):
+    source = block.get("source")
+    if kind == "image" and isinstance(source, Mapping):  # by Anthropic's rule, from its size when the data gives it
+        return image_tokens("claude", image_size(source.get("data"))) + BLOCK_OVERHEAD
+    if kind == "document" and isinstance(source, Mapping):
         return IMAGE_TOKENS + BLOCK_OVERHEAD
     return count(_text_of(block)) + BLOCK_OVERHEAD
 

@@ -231,7 +231,7 @@ class TokenCounter:
             total += TOOL_CALL_OVERHEAD + self._raw_text(name) + self._raw_text(arguments)
         if message.role == "tool":
             total += TOOL_RESULT_OVERHEAD
-        return total + media_tokens(message)
+        return total + media_tokens(message, self.model)
 
     def _cached(self, key: Hashable, compute: Any) -> int:
         """``compute()`` through the LRU cache under ``key`` (kept as its 64-bit hash: an entry holds two ints)."""

@@ -9,29 +9,49 @@ from typing import Any
 
 from agno.models.message import Message
 
-IMAGE_TOKENS = 765
-"""An image at ``auto``/``high`` detail whose size is unknown (1024x1024: 85 + 4 tiles x 170)."""
-IMAGE_TOKENS_LOW = 85
-"""An image at ``low`` detail."""
+from ._images import image_size, image_tokens
+
 AUDIO_TOKENS_PER_SECOND = 25
+VIDEO_FRAME_TOKENS = 765
+"""A video frame, counted as a 1024 x 1024 image at GPT-4o's rule (Gemini, which takes video, bills 258)."""
 
 
-def media_tokens(message: Message) -> int:
-    """Tokens for images, audio and video attached to ``message`` (no file or network access)."""
+def media_tokens(message: Message, model: str | None = None) -> int:
+    """Tokens for images, audio and video attached to ``message`` on ``model`` (no file or network access): each
+    image by its provider's rule from its size where its bytes give it (``_images``)."""
     total = 0
     for image in message.images or []:
-        total += IMAGE_TOKENS_LOW if getattr(image, "detail", None) == "low" else IMAGE_TOKENS
+        data = getattr(image, "content", None)
+        url = getattr(image, "url", None)
+        data = data if data is not None else url if isinstance(url, str) and url.startswith("data:") else None
+        total += image_tokens(model, image_size(data), getattr(image, "detail", None))
     if isinstance(message.content, list):
         for part in message.content:
             if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
-                detail = part.get("image_url", {}).get("detail") if isinstance(part.get("image_url"), dict) else None
-                total += IMAGE_TOKENS_LOW if (detail or part.get("detail")) == "low" else IMAGE_TOKENS
+                total += image_tokens(model, image_size(_part_data(part)), _part_detail(part))
     for audio in message.audio or []:
         total += int((getattr(audio, "duration", None) or 0) * AUDIO_TOKENS_PER_SECOND)
     for video in message.videos or []:
         frames = max(1, int((getattr(video, "duration", None) or 0) * (getattr(video, "fps", None) or 1.0)))
-        total += frames * IMAGE_TOKENS if getattr(video, "duration", None) else 0
+        total += frames * VIDEO_FRAME_TOKENS if getattr(video, "duration", None) else 0
     return total
+
+
+def _part_data(part: dict[str, Any]) -> Any:
+    """The image data of a content part: OpenAI's ``image_url`` (``{"url": ...}`` or the URL itself), Anthropic's
+    ``source.data``."""
+    url = part.get("image_url")
+    url = url.get("url") if isinstance(url, dict) else url
+    if isinstance(url, str) and url.startswith("data:"):
+        return url
+    source = part.get("source")
+    return source.get("data") if isinstance(source, dict) else None
+
+
+def _part_detail(part: dict[str, Any]) -> str | None:
+    url = part.get("image_url")
+    detail = url.get("detail") if isinstance(url, dict) else None
+    return detail or part.get("detail")
 
 
 def stable_hash(value: Any) -> int:

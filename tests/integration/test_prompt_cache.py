@@ -386,3 +386,34 @@ def test_gemini_requests_are_left_as_agno_builds_them() -> None:
     before = dict(vars(model))
     guard_prompt_cache(model)
     assert {k: v for k, v in vars(model).items() if not k.startswith("_agno_compression")} == before
+
+
+# --- images: counted as the provider bills them ---------------------------------------------------------------
+
+
+def test_a_screenshot_is_counted_as_the_loopback_anthropic_bills_it(tmp_path: Path) -> None:
+    """A 1280 x 720 screenshot sent through agno's Claude: Anthropic bills width x height / 750 (1,229) for it; the
+    manager's counter counts the same, where it counted a flat 765 before (838 under)."""
+    import io
+
+    from agno.media import Image
+    from agno.models.message import Message
+    from PIL import Image as Picture
+
+    from agno_compression.pricing._bodies import BLOCK_OVERHEAD
+
+    out = io.BytesIO()
+    Picture.new("RGB", (1280, 720)).save(out, "PNG")
+    shot = Image(content=out.getvalue(), format="png")
+    reported = []
+    for images in ([], [shot]):
+        with AnthropicServer(FileLoop(reads=1)) as server:
+            a = agent(
+                tmp_path, claude(server), CompressionManager(compress_at_tokens=64_000), session=f"i{len(images)}"
+            )
+            a.run(TASK, images=images)
+            reported.append(server.calls[0].usage.prompt)
+    counter = TokenCounter("claude-sonnet-4-5")
+    ours = counter.count_message(Message(role="user", content=TASK, images=[shot]))
+    ours -= counter.count_message(Message(role="user", content=TASK))
+    assert reported[1] - reported[0] - BLOCK_OVERHEAD == ours == 1_229

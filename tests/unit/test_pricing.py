@@ -350,3 +350,27 @@ def test_cache_rate_is_deprecated_and_still_sets_the_read_rate() -> None:
     with pytest.warns(DeprecationWarning, match="price_model"):
         manager = CompressionManager(cache_rate=0.25)
     assert manager.price_for(OpenAIChat(id="gpt-5")).read_rate == 0.25
+
+
+def test_an_image_block_is_billed_by_anthropics_rule_for_its_size() -> None:
+    """The loopback Anthropic server's rule for image blocks (docs.anthropic.com, vision, "Calculate image costs"):
+    width x height / 750 from the image's own data, about 1,600 where the size is unknown; a document 1,600."""
+    import base64
+    import io
+
+    from PIL import Image as Picture
+
+    from agno_compression.pricing import anthropic_blocks
+    from agno_compression.pricing._bodies import BLOCK_OVERHEAD
+
+    out = io.BytesIO()
+    Picture.new("RGB", (1000, 1000)).save(out, "PNG")
+    data = base64.b64encode(out.getvalue()).decode()
+    sources = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+    ]
+    body = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": sources}]}
+    found, _ = anthropic_blocks(body, lambda text: len(text.split()))
+    assert [b.tokens - BLOCK_OVERHEAD for b in found[-3:]] == [1_334, 1_600, 1_600]

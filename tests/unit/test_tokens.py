@@ -808,17 +808,19 @@ def test_count_prompt_adds_messages_tools_and_response_format() -> None:
     assert with_schema == counter.count_prompt(messages, tools) + counter.count_text(json.dumps(schema))
 
 
-def test_images_are_counted_without_reading_them() -> None:
+def test_images_of_unknown_size_are_counted_at_the_most_without_reading_them() -> None:
     from agno.media import Image
 
-    counter = _exact()
+    gpt = TokenCounter("gpt-4o", backend=TiktokenBackend("o200k_base"))  # at most 1,445 (768 x 2048 px), low 85
     plain = Message(role="user", content="what is this?")
     with_image = Message(role="user", content="what is this?", images=[Image(url="https://example.com/cat.png")])
     low = Message(role="user", content="what is this?", images=[Image(url="https://example.com/c.png", detail="low")])
-    assert counter.count_message(with_image) - counter.count_message(plain) == 765
-    assert counter.count_message(low) - counter.count_message(plain) == 85
+    assert gpt.count_message(with_image) - gpt.count_message(plain) == 1_445
+    assert gpt.count_message(low) - gpt.count_message(plain) == 85
     parts = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": "data:..."}}]
-    assert counter.count_message(Message(role="user", content=parts)) - counter.count_message(plain) == 765
+    assert gpt.count_message(Message(role="user", content=parts)) - gpt.count_message(plain) == 1_445
+    anyone = _exact()  # no model: the most of the providers' rules for an image, whatever its detail
+    assert anyone.count_message(low) - anyone.count_message(plain) == 1_844
 
 
 def test_message_text_keeps_its_shape() -> None:
