@@ -1,8 +1,9 @@
 """What one image in a prompt costs in input tokens, by the documented rule of the provider the counter's model
 belongs to: from the image's size where its own bytes give it (an agno ``Image``'s ``content``, a base64 ``data:``
 URL; Pillow reads the header when it is installed, ``pip install 'agno-compression[images]'``), else the most that
-provider bills for one image. Never below what the provider counts, so a fold decided on the count holds the
-budget; no file or network access.
+provider bills for one image. Not below what the provider counts (Gemini, which has no most, aside where an image of
+unknown size is larger than a Full HD screenshot), so a fold decided on the count holds the budget; no file or network
+access.
 
 - Anthropic (docs.anthropic.com/en/docs/build-with-claude/vision, "Calculate image costs"): an image whose long edge
   is over 1568 px, or that would cost over about 1,600 tokens, is scaled down first, keeping its aspect ratio; it
@@ -29,7 +30,8 @@ from typing import Any
 ANTHROPIC_MAX = 1_600
 """Anthropic's most for one image (larger ones are scaled down first)."""
 OTHER_PATCH_MULTIPLIER = 1.2
-"""Patch multiplier a model of no known rule is counted at (OpenAI bills GPT-5.2's images at 1.2 x the patches)."""
+"""Patch multiplier a model of no known rule is counted at: a margin over the full-size models' 1.0 (newer models'
+images have been reported billed at 1.2 x their patches)."""
 MAX_IMAGE_TOKENS = 1_844
 """An image of unknown size on a model of no known rule: 1,536 patches x 1.2 (Anthropic's most is 1,600, GPT-4o's
 1,445)."""
