@@ -18,7 +18,7 @@ from ._cache import LONG, SHORT, Block, chain
 
 Count = Callable[[str], int]
 
-IMAGE_TOKENS = 1_600
+DOCUMENT_TOKENS = 1_600
 """What a document block is counted as (about a megapixel image, Anthropic's own rule of thumb); an image block is
 counted by Anthropic's rule for its size (``tokens._images``)."""
 BLOCK_OVERHEAD = 3
@@ -63,7 +63,7 @@ def _tokens(block: Mapping[str, Any], count: Count) -> int:
     if kind == "image" and isinstance(source, Mapping):  # by Anthropic's rule, from its size when the data gives it
         return image_tokens("claude", image_size(source.get("data"))) + BLOCK_OVERHEAD
     if kind == "document" and isinstance(source, Mapping):
-        return IMAGE_TOKENS + BLOCK_OVERHEAD
+        return DOCUMENT_TOKENS + BLOCK_OVERHEAD
     return count(_text_of(block)) + BLOCK_OVERHEAD
 
 
