@@ -31,7 +31,7 @@ from .._messages import (
     tool_name_of,
 )
 from .._plan import is_summary
-from ._shell import shell_command, shell_kind, without_heredoc_bodies
+from ._shell import shell_command, shell_kind, shell_targets, without_heredoc_bodies
 
 SECTION = "Working state"
 
@@ -399,6 +399,8 @@ def build(messages: Sequence[Message], previous: str | None = None) -> Ledger:
                     acted = found = [p for p in found if p == target or _mentioned_path(p)]
                 else:
                     acted = found
+                if command and shell is not None and kind is None:  # ``rg x src/ > hits.txt`` creates hits.txt only
+                    acted = shell_targets(command, acted)
                 ledger.add(kind or shell or "paths used", acted)
                 ledger.add("paths used", [p for p in found if p not in acted])
                 ledger.add("tests", _TEST.findall(joined))

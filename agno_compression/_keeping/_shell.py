@@ -43,14 +43,46 @@ _HEREDOC_BODY = re.compile(r"(<<-?\s*(['\"]?)(\w+)\2[^\n]*)\n.*?\n\s*\3\b", re.S
 """A here-document anywhere in a command: its first line stays, its body goes."""
 
 
+_QUOTED = re.compile(r"\$'(?:[^'\\]|\\.)*'|'[^']*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+"""A quoted word (ANSI-C ``$'...'``, single or double quotes): text the command is given, not shell syntax."""
+_REDIRECT = re.compile(r"(?<![<>&\d])(>{1,2})\s*([\w./~-][^\s|;&<>()]*)")
+"""An output redirection and its target (``2>`` and ``>&1`` aside: what goes to stderr or another stream)."""
+_NOWHERE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+
+
+def unquoted(command: str) -> str:
+    """``command`` with its here-documents' bodies and its quoted words left out: what the shell itself reads as
+    syntax (``gh pr edit --body 'a -> b'`` redirects nothing)."""
+    return _QUOTED.sub("''", without_heredoc_bodies(command))
+
+
+def redirect_targets(command: str) -> list[str]:
+    """The files a command's output redirections write (``> f``, ``>> f``), ``/dev/null`` aside, in order."""
+    return [t for _, t in _REDIRECT.findall(unquoted(command)) if t not in _NOWHERE]
+
+
 def shell_kind(command: str) -> str | None:
     """What a shell command does to the files it names: ``read``, ``edited``, ``created``, or ``None`` (ran them)."""
     words = command.strip().split()
     if not words:
         return None
     first = words[0].rsplit("/", 1)[-1]
-    if re.search(r"(?<![<>&\d])>{1,2}\s*[\w./~-]", command) or first == "tee":
-        return "created" if ">>" not in command else "edited"
+    if first == "tee" or redirect_targets(command):
+        return "edited" if ">>" in _redirections(command) else "created"
+    return _verb_kind(first, words)
+
+
+def shell_targets(command: str, paths: list[str]) -> list[str]:
+    """Of ``paths`` (those a command names), the ones ``shell_kind`` is about: all of them, but for a command that
+    only redirects its output (``rg x src/ > hits.txt``: ``hits.txt``) the files it redirects to."""
+    words = command.strip().split()
+    if not words or words[0] == "tee" or _verb_kind(words[0].rsplit("/", 1)[-1], words) in ("edited", "created"):
+        return paths
+    targets = redirect_targets(command)
+    return [p for p in paths if p in targets] if targets else paths
+
+
+def _verb_kind(first: str, words: list[str]) -> str | None:
     if first in _SHELL_EDIT and (first != "sed" or "-i" in words) and (first != "perl" or "-i" in " ".join(words)):
         return "edited"
     if first in _SHELL_CREATE:
@@ -58,6 +90,10 @@ def shell_kind(command: str) -> str | None:
     if first in _SHELL_READ:
         return "read"
     return None
+
+
+def _redirections(command: str) -> list[str]:
+    return [op for op, t in _REDIRECT.findall(unquoted(command)) if t not in _NOWHERE]
 
 
 def without_heredoc_bodies(command: str) -> str:

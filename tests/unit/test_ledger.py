@@ -297,6 +297,16 @@ def test_a_command_given_as_an_argument_list_is_in_the_ledger_as_the_script_it_r
     assert ledger.lines() == ["- read: src/app.py", "- ran `cat src/app.py`"]
 
 
+def test_an_arrow_in_a_quoted_argument_creates_nothing_and_a_redirection_creates_only_its_target() -> None:
+    body = "- Results under `.agentv/results/<experiment>/`: index.jsonl -> summary.json"
+    ledger = _ledger.build(_call("exec_command", {"cmd": f"gh pr edit 7 --body $'{body}'"}))
+    assert not ledger.values["created"], "a PR body's arrow and angle brackets are text, not a redirection"
+    assert {"index.jsonl", "summary.json"} <= set(ledger.values["paths used"])
+    ledger = _ledger.build(_call("exec_command", {"cmd": "rg -n 'a -> b' src/app.py > /tmp/hits.txt"}))
+    assert ledger.values["created"] == ["/tmp/hits.txt"]
+    assert ledger.values["paths used"] == ["src/app.py"], "what the command searched is used, not created"
+
+
 def test_a_bare_error_line_is_an_error_and_a_count_of_errors_is_not() -> None:
     assert _ledger.errors_raised("Error: net::ERR_ABORTED at https://example.org/doc") == ["`Error`"]
     assert _ledger.errors_raised("Errors: 3\nException\n") == ["`Exception`"]

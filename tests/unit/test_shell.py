@@ -4,9 +4,12 @@ file whole, writes it whole, or may change it)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agno_compression._keeping import _shell
 from agno_compression._keeping._shell import shell_command, shell_read, shell_write, stale_after
+from tests.strategies import examples
 
 
 @pytest.mark.parametrize(
@@ -89,5 +92,23 @@ def test_what_a_command_does_to_the_files_it_names_for_the_ledger() -> None:
     assert _shell.shell_kind("echo x >> notes.md") == "edited"
     assert _shell.shell_kind("python gen.py > out.json") == "created"
     assert _shell.shell_kind("pytest tests/") is None
+    assert _shell.shell_kind("gh pr create --body 'a -> b, see <dir>/x.md'") is None, "quoted: text, not syntax"
+    assert _shell.shell_kind('echo "a > b" > c.txt') == "created"
+    assert _shell.shell_kind("make test > /dev/null 2>&1") is None, "output thrown away creates nothing"
+    assert _shell.redirect_targets("rg x src/ 2>/dev/null >> hits.log") == ["hits.log"]
+    assert _shell.shell_targets("rg x src/ > hits.log", ["src/", "hits.log"]) == ["hits.log"]
+    assert _shell.shell_targets("touch a.py b.py > /dev/null", ["a.py", "b.py"]) == ["a.py", "b.py"]
     script = "cat <<'EOF' > repro.py\nopen('data/input.json')\nEOF\npython repro.py"
     assert _shell.without_heredoc_bodies(script) == "cat <<'EOF' > repro.py\npython repro.py"
+
+
+_ARGUMENT = st.text(alphabet="ab./ ->&<|;$\"\\'\n", max_size=40)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_ARGUMENT, st.sampled_from(["'", '"']))
+def test_nothing_inside_a_quoted_argument_is_a_redirection(text: str, quote: str) -> None:
+    escaped = text.replace("'", "") if quote == "'" else text.replace("\\", "").replace('"', "")
+    command = f"gh issue create --body {quote}{escaped}{quote}"
+    assert _shell.redirect_targets(command) == []
+    assert _shell.redirect_targets(f"{command} > out.md") == ["out.md"]
