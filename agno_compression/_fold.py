@@ -18,7 +18,7 @@ from . import _held
 from ._archive import SEARCH_HINT
 from ._events import FoldEvent, keep_event
 from ._keeping import _names, _working_set
-from ._messages import calls_by_id
+from ._messages import calls_by_id, message_text
 from ._plan import (
     HISTORY,
     PROGRESS,
@@ -264,6 +264,8 @@ class Folder(Trigger):
         hint = counter.count_text(SEARCH_HINT) + 1 if cfg.search_tool else 0
         cap = max(cfg.max_summary_tokens, int(self.budget(state) * cfg.ledger_ratio)) - hint
 
+        held = self._beside(state, plan, target, held)
+
         def request(
             messages: Sequence[Message], previous: str | None, kind: str, tokens: int, run_wide: bool = False
         ) -> SummaryRequest:
@@ -294,6 +296,16 @@ class Folder(Trigger):
             rest = budget - share if plan.history else budget
             out.append((PROGRESS, request(plan.steps, text(plan.progress_summary), PROGRESS, rest, run_wide=True)))
         return out
+
+    def _beside(self, state: RunState, plan: FoldPlan, target: int | None, held: str) -> str:
+        """The text the fold keeps beside its summaries: the working set ``held`` and the messages it keeps verbatim,
+        unless those are to be shortened. A name it holds is in the prompt already: the summary does not list it again
+        (the next fold that folds those messages lists it from them)."""
+        limit = self.budget(state) if target is None else int(target / self.config.target_ratio)
+        if self.count(state, plan.unchanged_view()) > limit:  # the kept outputs get shortened (shorten_kept)
+            return held
+        kept = [message_text(m) for m in (*plan.before, *plan.kept)]  # as sent
+        return "\n".join([held, *kept])
 
     def _with_search_hint(self, text: str) -> str:
         """Summaries say how to get the exact originals back when the search tool is on."""

@@ -167,3 +167,25 @@ def test_a_runs_earlier_folds_hand_their_names_on_past_what_one_summary_shows() 
     last = recording.requests[-1]
     assert last.names is not None and "EARLY_SETTING_0" in last.names.used, "remembered by the run"
     assert "EARLY_SETTING_0" not in (last.previous or ""), "though the previous summary had no room for it"
+
+
+def test_a_fold_does_not_list_the_names_its_kept_steps_hold_and_a_later_fold_does() -> None:
+    recording = Recording()
+    manager = CompressionManager(
+        compress_at_tokens=3_000, summarizer=recording, max_summary_tokens=400, payback_calls=None
+    )
+    live: list[Message] = [Message(role="system", content="You fix bugs."), Message(role="user", content="go")]
+    for i in range(30):
+        flag = "SPECIAL_FLAG is on; SPECIAL_FLAG wins over SPECIAL_FLAG_DEFAULT\n" if i in (3, 4, 5) else ""
+        output = flag + "all good here " * 250  # no names: nothing else crowds the flag out of a summary
+        live += _step(f"c{i}", f"python check.py --case case_{i}", output)
+        if manager.should_compress(live, None, None):
+            manager.compress(live)
+    listed = [
+        ("SPECIAL_FLAG" in request.held, "SPECIAL_FLAG" in _section(f"{text}\n## {_names.SECTION}\n"))
+        for request in recording.requests
+        for text in [ExtractiveSummarizer().summarize(request).text]
+    ]
+    assert (True, False) in listed, "held by a kept step: in the prompt already, not listed again"
+    assert (True, True) not in listed
+    assert (False, True) in listed, "listed once the steps that hold it are folded"
