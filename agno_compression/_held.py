@@ -8,7 +8,7 @@ section up: the new one is chosen from what that one carried and what the run di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from agno.models.message import Message
@@ -64,24 +64,31 @@ def caps(
     messages: Sequence[Message],
     in_use: frozenset[str],
     pricing: Pricing | None,
+    earlier: Collection[str] = frozenset(),
 ) -> dict[str, int | None]:
     """Per artifact key not in use, at most how many tokens of it pay to hold (``None``: whole, 0: none): whole, else
     as an outline (``OUTLINE_SHARE`` of it), else nothing. A file in use (``in_use``, or used within
-    ``RECENT_CALLS`` calls) is held while the room lasts."""
-    if pricing is None:
-        return {}
+    ``RECENT_CALLS`` calls) is held while the room lasts. A file an earlier run used that this run has not
+    (``earlier``: ``_relevance.earlier_unused``) is held at most as its outline: its names for a step that comes
+    back to it, at a third of its price; a shortened file is not carried, so the next fold lets it go. One whose
+    outline would say too little to act on is only named (the section's recall line)."""
     after = [0] * (len(messages) + 1)  # model calls after each position
     for i in range(len(messages) - 1, -1, -1):
         after[i] = after[i + 1] + (messages[i].role == "assistant")
     out: dict[str, int | None] = {}
     for a in artifacts:
-        idle = after[min(max(a.used, 0) + 1, len(messages))]
-        if a.key in in_use or idle <= RECENT_CALLS:
+        if a.key in in_use:
             continue  # in use: held while the room lasts
-        chance = use_chance(idle)
         tokens = len(a.text) // 4 + 1
         outline = int(tokens * _working_set.OUTLINE_SHARE)
-        out[a.key] = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
+        cap = outline if a.key in earlier else None
+        idle = after[min(max(a.used, 0) + 1, len(messages))]
+        if pricing is not None and idle > RECENT_CALLS:
+            chance = use_chance(idle)
+            priced = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
+            cap = priced if cap is None or priced == 0 else cap
+        if cap is not None or (pricing is not None and idle > RECENT_CALLS):
+            out[a.key] = cap
     return out
 
 
@@ -127,7 +134,7 @@ def section(
         count,
         visible=visible,
         wide=(wide, rooms[1]),
-        caps=caps(artifacts, full, wide, pricing),
+        caps=caps(artifacts, full, wide, pricing, _relevance.earlier_unused(artifacts, full, state.current, "file")),
     )
 
 
@@ -139,7 +146,9 @@ def estimate(state: RunState, plan: FoldPlan, tool_kinds: Mapping[str, str | Non
         walked = walk.artifacts(full := state.full_run(state.live))
     artifacts = _relevance.in_this_run(walked, full, state.current)
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
-    return min(sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4, max_tokens)
+    earlier = _relevance.earlier_unused(artifacts, full, state.current, "file")  # held as outlines (``caps``)
+    share = {a.key: _working_set.OUTLINE_SHARE if a.key in earlier else 1.0 for a in artifacts}
+    return min(int(sum(len(a.text) * share[a.key] for a in artifacts if not a.sources <= visible)) // 4, max_tokens)
 
 
 def carried_tokens(plan: FoldPlan, count: Callable[[str], int]) -> int:

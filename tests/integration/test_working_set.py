@@ -16,6 +16,7 @@ from agno.tools.file import FileTools
 from agno.tools.shell import ShellTools
 
 from agno_compression import CompressionManager
+from agno_compression._keeping._recall import RECALL
 from agno_compression.testing import Reply, ScriptInfo, ToolCall, current_user, scripted_agent
 from agno_compression.tokens import TokenCounter
 
@@ -243,6 +244,46 @@ def test_a_page_fetched_for_an_earlier_question_is_held_only_while_a_later_run_u
     assert all(r.prompt_tokens <= 6_000 for r in model.requests)
 
 
+@pytest.mark.parametrize(
+    ("request_text", "whole"),
+    [
+        ("Check the build, all 24 steps.", False),
+        ("Check the build, all 24 steps, then raise backoff_field_7 in config.py.", True),
+    ],
+    ids=["unrelated", "names-it"],
+)
+def test_a_file_an_earlier_run_read_is_held_as_its_outline_until_a_later_run_uses_it(
+    tmp_path: Path, request_text: str, whole: bool
+) -> None:
+    (tmp_path / "config.py").write_text(CONFIG)
+    summaries: list[str] = []
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if current_user(messages) == "Read the retry config.":
+            read = ToolCall("read_file", {"file_name": "config.py"})
+            return Reply(tool_calls=[read]) if info.call_index == 0 else Reply(text="Read it.")
+        summaries.append(_summaries(messages))
+        if len(summaries) <= 24:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": len(summaries)})])
+        return Reply(text="Build checked.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    db = SqliteDb(db_file=str(tmp_path / "files.db"))
+    options = {"db": db, "session_id": "files", "add_history_to_context": True, "num_history_runs": 5}
+    agent, model = scripted_agent(script, FileTools(base_dir=tmp_path), run_checks, manager=manager, **options)
+    agent.run("Read the retry config.")
+    agent.run(request_text)
+    assert manager.stats["folds"] >= 1 and any(summaries), "the second run folds the first"
+    blocks = [line for s in summaries for line in s.splitlines() if line.startswith("### file config.py")]
+    assert blocks, "the file is held by the second run's folds"
+    shortened = "### file config.py (shortened; read it again for the rest)"
+    # named by the request, it is held whole until idle long enough that only its outline pays (hold_by_price)
+    assert blocks[0] == ("### file config.py" if whole else shortened), blocks
+    assert (shortened in blocks) and ("### file config.py" in blocks) is whole
+    assert "backoff_field_29" in "\n".join(summaries), "its outline keeps the names a step coming back would spell"
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
+
+
 def _module(prefix: str) -> str:
     return "\n".join(
         f"def {prefix}_step_{i}(value: int) -> int:\n    return value + {i}  # {prefix} step {i}" for i in range(40)
@@ -377,7 +418,9 @@ def test_a_later_run_keeps_what_the_summaries_of_an_earlier_run_held(tmp_path: P
         agent.run(f"Check the notes of run {run}")
     held = re.findall(r"^### file (\S+)", seen["summaries 1"], re.M)
     assert seen["summaries 1"].count("## Working set") == 1, "a kept summary gives its section up to the new one"
-    assert {"notes_0.txt", "notes_1.txt"} <= set(held), "which holds what the kept one held and this run's file"
+    assert "notes_1.txt" in held, "which holds this run's file"
+    # and weighs what the kept one held: run 0's file, which this run does not use, too small for an outline: named
+    assert "notes_0.txt" not in held and re.search(rf"^{re.escape(RECALL)} .*`notes_0.txt`", seen["summaries 1"], re.M)
     assert "suite/run_1_settings.cfg" not in seen["summaries 0"]
     for run in range(2):
         assert f"suite/run_{run}_settings.cfg" in seen["summaries 2"], f"run {run}'s ledger reaches the third run"
