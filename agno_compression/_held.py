@@ -86,8 +86,8 @@ def caps(
         if pricing is not None and idle > RECENT_CALLS:
             chance = use_chance(idle)
             priced = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
-            cap = priced if cap is None or priced == 0 else cap
-        if cap is not None or (pricing is not None and idle > RECENT_CALLS):
+            out[a.key] = priced if cap is None or priced == 0 else cap
+        elif cap is not None:
             out[a.key] = cap
     return out
 

@@ -2,7 +2,8 @@
 
 For the ledger, what a command does to the files it names: reads (``cat``, ``head``...), edits (``sed -i``, an
 appending redirection...) or creates them (a redirection, ``touch``, ``cp``...) (``shell_kind``); a here-document's
-body is text the command writes, not files it acts on (``without_heredoc_bodies``).
+body is text the command writes, not files it acts on (``without_heredoc_bodies``), and a quoted argument is text
+it is given (``unquoted``: ``--body 'a -> b'`` redirects nothing).
 
 For the working set, a command that only prints one whole file (``cat f``, PowerShell ``Get-Content f``) reads
 it; one that writes a whole file from a here-document (``cat > f <<'EOF'``, PowerShell ``$c = @'...'@`` then
@@ -58,7 +59,12 @@ def unquoted(command: str) -> str:
 
 def redirect_targets(command: str) -> list[str]:
     """The files a command's output redirections write (``> f``, ``>> f``), ``/dev/null`` aside, in order."""
-    return [t for _, t in _REDIRECT.findall(unquoted(command)) if t not in _NOWHERE]
+    return [target for _, target in _redirections(command)]
+
+
+def _redirections(command: str) -> list[tuple[str, str]]:
+    """``(operator, target)`` of each output redirection of ``command`` to a file."""
+    return [(op, t) for op, t in _REDIRECT.findall(unquoted(command)) if t not in _NOWHERE]
 
 
 def shell_kind(command: str) -> str | None:
@@ -67,8 +73,9 @@ def shell_kind(command: str) -> str | None:
     if not words:
         return None
     first = words[0].rsplit("/", 1)[-1]
-    if first == "tee" or redirect_targets(command):
-        return "edited" if ">>" in _redirections(command) else "created"
+    redirections = _redirections(command)
+    if first == "tee" or redirections:
+        return "edited" if any(op == ">>" for op, _ in redirections) else "created"
     return _verb_kind(first, words)
 
 
@@ -90,10 +97,6 @@ def _verb_kind(first: str, words: list[str]) -> str | None:
     if first in _SHELL_READ:
         return "read"
     return None
-
-
-def _redirections(command: str) -> list[str]:
-    return [op for op, t in _REDIRECT.findall(unquoted(command)) if t not in _NOWHERE]
 
 
 def without_heredoc_bodies(command: str) -> str:
