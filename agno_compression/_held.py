@@ -70,8 +70,8 @@ def caps(
     as an outline (``OUTLINE_SHARE`` of it), else nothing. A file in use (``in_use``, or used within
     ``RECENT_CALLS`` calls) is held while the room lasts. A file an earlier run used that this run has not
     (``earlier``: ``_relevance.earlier_unused``) is held at most as its outline: its names for a step that comes
-    back to it, at a third of its price; a shortened file is not carried, so the next fold lets it go. One whose
-    outline would say too little to act on is only named (the section's recall line)."""
+    back to it, at a third of its price; a shortened file is not carried, so the next fold lets it go. A file whose
+    outline would say too little to act on costs little whole: its price decides (``outlined``)."""
     after = [0] * (len(messages) + 1)  # model calls after each position
     for i in range(len(messages) - 1, -1, -1):
         after[i] = after[i + 1] + (messages[i].role == "assistant")
@@ -81,7 +81,7 @@ def caps(
             continue  # in use: held while the room lasts
         tokens = len(a.text) // 4 + 1
         outline = int(tokens * _working_set.OUTLINE_SHARE)
-        cap = outline if a.key in earlier else None
+        cap = outline if a.key in earlier and outlined(a) else None  # a small one: by its price
         idle = after[min(max(a.used, 0) + 1, len(messages))]
         if pricing is not None and idle > RECENT_CALLS:
             chance = use_chance(idle)
@@ -90,6 +90,12 @@ def caps(
         elif cap is not None:
             out[a.key] = cap
     return out
+
+
+def outlined(artifact: _working_set.Artifact) -> bool:
+    """True when an earlier run's file this run has not used is held as its outline (``caps``): one whose outline
+    says enough to act on (``MIN_PIECE`` tokens or more). A smaller one costs little whole: its price decides."""
+    return int((len(artifact.text) // 4 + 1) * _working_set.OUTLINE_SHARE) >= _working_set.MIN_PIECE
 
 
 Rooms = tuple[int, int]
@@ -147,7 +153,7 @@ def estimate(state: RunState, plan: FoldPlan, tool_kinds: Mapping[str, str | Non
     artifacts = _relevance.in_this_run(walked, full, state.current)
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
     earlier = _relevance.earlier_unused(artifacts, full, state.current, "file")  # held as outlines (``caps``)
-    share = {a.key: _working_set.OUTLINE_SHARE if a.key in earlier else 1.0 for a in artifacts}
+    share = {a.key: _working_set.OUTLINE_SHARE if a.key in earlier and outlined(a) else 1.0 for a in artifacts}
     return min(int(sum(len(a.text) * share[a.key] for a in artifacts if not a.sources <= visible)) // 4, max_tokens)
 
 

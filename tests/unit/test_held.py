@@ -131,8 +131,7 @@ def test_a_file_an_earlier_run_used_and_this_run_has_not_is_held_at_most_as_its_
     assert held_caps([carried], messages, frozenset({"/old.py"}), CLAUDE, {"/old.py"}) == {}, "in use: held"
     assert held_caps([carried], messages, frozenset(), None) == {}, "this run used it: no cap"
     small = replace(carried, text="x = 1\n" * 40)
-    tiny = int((len(small.text) // 4 + 1) * OUTLINE_SHARE)
-    assert held_caps([small], messages, frozenset(), None, {"/old.py"}) == {"/old.py": tiny}, "named, if it says little"
+    assert held_caps([small], messages, frozenset(), None, {"/old.py"}) == {}, "too small to outline: by its price"
 
 
 def test_what_the_section_leaves_out_is_named_with_how_to_get_it_back_and_split_takes_the_line_away() -> None:
