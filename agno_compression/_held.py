@@ -8,7 +8,7 @@ section up: the new one is chosen from what that one carried and what the run di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agno.models.message import Message
@@ -64,38 +64,25 @@ def caps(
     messages: Sequence[Message],
     in_use: frozenset[str],
     pricing: Pricing | None,
-    earlier: Collection[str] = frozenset(),
 ) -> dict[str, int | None]:
     """Per artifact key not in use, at most how many tokens of it pay to hold (``None``: whole, 0: none): whole, else
     as an outline (``OUTLINE_SHARE`` of it), else nothing. A file in use (``in_use``, or used within
-    ``RECENT_CALLS`` calls) is held while the room lasts. A file an earlier run used that this run has not
-    (``earlier``: ``_relevance.earlier_unused``) is held at most as its outline: its names for a step that comes
-    back to it, at a third of its price; a shortened file is not carried, so the next fold lets it go. A file whose
-    outline would say too little to act on costs little whole: its price decides (``outlined``)."""
+    ``RECENT_CALLS`` calls) is held while the room lasts."""
+    if pricing is None:
+        return {}
     after = [0] * (len(messages) + 1)  # model calls after each position
     for i in range(len(messages) - 1, -1, -1):
         after[i] = after[i + 1] + (messages[i].role == "assistant")
     out: dict[str, int | None] = {}
     for a in artifacts:
-        if a.key in in_use:
+        idle = after[min(max(a.used, 0) + 1, len(messages))]
+        if a.key in in_use or idle <= RECENT_CALLS:
             continue  # in use: held while the room lasts
+        chance = use_chance(idle)
         tokens = len(a.text) // 4 + 1
         outline = int(tokens * _working_set.OUTLINE_SHARE)
-        cap = outline if a.key in earlier and outlined(a) else None  # a small one: by its price
-        idle = after[min(max(a.used, 0) + 1, len(messages))]
-        if pricing is not None and idle > RECENT_CALLS:
-            chance = use_chance(idle)
-            priced = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
-            out[a.key] = priced if cap is None or priced == 0 else cap
-        elif cap is not None:
-            out[a.key] = cap
+        out[a.key] = None if pricing.pays(tokens, chance) else outline if pricing.pays(outline, chance) else 0
     return out
-
-
-def outlined(artifact: _working_set.Artifact) -> bool:
-    """True when an earlier run's file this run has not used is held as its outline (``caps``): one whose outline
-    says enough to act on (``MIN_PIECE`` tokens or more). A smaller one costs little whole: its price decides."""
-    return int((len(artifact.text) // 4 + 1) * _working_set.OUTLINE_SHARE) >= _working_set.MIN_PIECE
 
 
 Rooms = tuple[int, int]
@@ -140,7 +127,7 @@ def section(
         count,
         visible=visible,
         wide=(wide, rooms[1]),
-        caps=caps(artifacts, full, wide, pricing, _relevance.earlier_unused(artifacts, full, state.current, "file")),
+        caps=caps(artifacts, full, wide, pricing),
     )
 
 
@@ -152,9 +139,7 @@ def estimate(state: RunState, plan: FoldPlan, tool_kinds: Mapping[str, str | Non
         walked = walk.artifacts(full := state.full_run(state.live))
     artifacts = _relevance.in_this_run(walked, full, state.current)
     visible = frozenset(m.id for m in (*plan.before, *plan.kept) if m.id)
-    earlier = _relevance.earlier_unused(artifacts, full, state.current, "file")  # held as outlines (``caps``)
-    share = {a.key: _working_set.OUTLINE_SHARE if a.key in earlier and outlined(a) else 1.0 for a in artifacts}
-    return min(int(sum(len(a.text) * share[a.key] for a in artifacts if not a.sources <= visible)) // 4, max_tokens)
+    return min(sum(len(a.text) for a in artifacts if not a.sources <= visible) // 4, max_tokens)
 
 
 def carried_tokens(plan: FoldPlan, count: Callable[[str], int]) -> int:

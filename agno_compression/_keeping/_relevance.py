@@ -1,5 +1,5 @@
-"""What of the working set this run still uses: the pages of an earlier run it does not use go (its files are held
-as outlines: ``_held.caps``), and what its request still asks for goes first.
+"""What of the working set this run still uses: the pages of an earlier run it does not use go, and what its
+request still asks for goes first.
 
 A request (a plan: "Step 3: the handlers, following ``hooks_gemini.go``") names what is still to do. A held file
 that carries its still-unused names is what the next steps work from; a new file the request names is written
@@ -23,28 +23,21 @@ MODEL_SHARE = 4
 
 
 def in_this_run(artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None) -> list[Artifact]:
-    """``artifacts`` without the pages an earlier run fetched that this run does not use (``earlier_unused``). An
-    answer to an earlier question is not carried into an unrelated one; files and reports stay (a later request may
-    go on working with them without naming them: ``_held`` holds such a file as its outline)."""
-    unused = earlier_unused(artifacts, messages, current, "page")
-    return [a for a in artifacts if a.key not in unused] if unused else list(artifacts)
-
-
-def earlier_unused(
-    artifacts: Sequence[Artifact], messages: Sequence[Message], current: Message | None, label: str
-) -> set[str]:
-    """Keys of the ``label`` artifacts (``page``, ``file``) an earlier run used that this run does not: ones whose
-    address its request or actions (``messages`` from ``current``, its user message, on) do not name and that share
-    fewer than ``USE_NAMES`` names with them."""
-    if not any(a.label == label for a in artifacts):  # checked before every model call: no walk to the run's start
-        return set()
+    """``artifacts`` without the pages an earlier run fetched that this run does not use: one whose address its
+    request or actions (``messages`` from ``current``, its user message, on) do not name and that shares fewer than
+    ``USE_NAMES`` names with them. An answer to an earlier question is not carried into an unrelated one; files
+    and reports stay (a later request goes on working with them without naming them)."""
+    pages = [a for a in artifacts if a.label == "page"]
+    if not pages:  # checked before every model call: no page, no walk to find this run's start
+        return list(artifacts)
     start = _run_start(messages, current) or 0
-    earlier = [a for a in artifacts if a.label == label and a.used < start]
+    earlier = [a for a in pages if a.used < start]
     if not earlier:
-        return set()
+        return list(artifacts)
     words = "\n".join(action_text(m) for m in messages[start:] if m.role in ("user", "assistant"))
     names = set(identifiers_in(words))
-    return {a.key for a in earlier if a.key not in words and len(names_of_text(a.text) & names) < USE_NAMES}
+    unused = {a.key for a in earlier if a.key not in words and len(names_of_text(a.text) & names) < USE_NAMES}
+    return [a for a in artifacts if a.key not in unused]
 
 
 def put_first(first: Sequence[Artifact], artifacts: Sequence[Artifact]) -> list[Artifact]:

@@ -209,30 +209,6 @@ def web_fetch(url: str) -> str:
     return PAGE
 
 
-def _a_later_run_of_checks(tmp_path: Path, first: tuple[str, ToolCall], later: str, *tools: object) -> list[str]:
-    """Run ``first`` (a request and the one call that answers it), then ``later``: 24 checks that fold the first
-    run. The summaries the later run's calls were sent."""
-    summaries: list[str] = []
-
-    def script(messages: list[Message], info: ScriptInfo) -> Reply:
-        if current_user(messages) == first[0]:
-            return Reply(tool_calls=[first[1]]) if info.call_index == 0 else Reply(text="Done.")
-        summaries.append(_summaries(messages))
-        if len(summaries) <= 24:
-            return Reply(tool_calls=[ToolCall("run_checks", {"index": len(summaries)})])
-        return Reply(text="Build checked.")
-
-    manager = CompressionManager(compress_at_tokens=6_000)
-    db = SqliteDb(db_file=str(tmp_path / "runs.db"))
-    options = {"db": db, "session_id": "runs", "add_history_to_context": True, "num_history_runs": 5}
-    agent, model = scripted_agent(script, *tools, run_checks, manager=manager, **options)
-    agent.run(first[0])
-    agent.run(later)
-    assert manager.stats["folds"] >= 1 and any(summaries), "the second run folds the first"
-    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
-    return summaries
-
-
 @pytest.mark.parametrize(
     ("question", "kept"),
     [
@@ -244,33 +220,27 @@ def _a_later_run_of_checks(tmp_path: Path, first: tuple[str, ToolCall], later: s
 def test_a_page_fetched_for_an_earlier_question_is_held_only_while_a_later_run_uses_it(
     tmp_path: Path, question: str, kept: bool
 ) -> None:
-    fetch = ToolCall("web_fetch", {"url": "https://opera.example.org/libretto"})
-    summaries = _a_later_run_of_checks(tmp_path, ("Who wrote the libretto?", fetch), question, web_fetch)
+    summaries: list[str] = []
+
+    def script(messages: list[Message], info: ScriptInfo) -> Reply:
+        if current_user(messages) == "Who wrote the libretto?":
+            fetch = ToolCall("web_fetch", {"url": "https://opera.example.org/libretto"})
+            return Reply(tool_calls=[fetch]) if info.call_index == 0 else Reply(text="Vittorio Rossi.")
+        summaries.append(_summaries(messages))
+        if len(summaries) <= 24:
+            return Reply(tool_calls=[ToolCall("run_checks", {"index": len(summaries)})])
+        return Reply(text="Build checked.")
+
+    manager = CompressionManager(compress_at_tokens=6_000)
+    db = SqliteDb(db_file=str(tmp_path / "pages.db"))
+    options = {"db": db, "session_id": "pages", "add_history_to_context": True, "num_history_runs": 5}
+    agent, model = scripted_agent(script, web_fetch, run_checks, manager=manager, **options)
+    agent.run("Who wrote the libretto?")
+    agent.run(question)
+    assert manager.stats["folds"] >= 1 and any(summaries), "the second run folds the first"
     held = any("### page https://opera.example.org/libretto" in s for s in summaries)
     assert held is kept
-
-
-@pytest.mark.parametrize(
-    ("request_text", "whole"),
-    [
-        ("Check the build, all 24 steps.", False),
-        ("Check the build, all 24 steps, then raise backoff_field_7 in config.py.", True),
-    ],
-    ids=["unrelated", "names-it"],
-)
-def test_a_file_an_earlier_run_read_is_held_as_its_outline_until_a_later_run_uses_it(
-    tmp_path: Path, request_text: str, whole: bool
-) -> None:
-    (tmp_path / "config.py").write_text(CONFIG)
-    read = ToolCall("read_file", {"file_name": "config.py"})
-    summaries = _a_later_run_of_checks(tmp_path, ("Read the retry config.", read), request_text, FileTools(tmp_path))
-    blocks = [line for s in summaries for line in s.splitlines() if line.startswith("### file config.py")]
-    assert blocks, "the file is held by the second run's folds"
-    shortened = "### file config.py (shortened; read it again for the rest)"
-    # named by the request, it is held whole until idle long enough that only its outline pays (hold_by_price)
-    assert blocks[0] == ("### file config.py" if whole else shortened), blocks
-    assert (shortened in blocks) and ("### file config.py" in blocks) is whole
-    assert "backoff_field_29" in "\n".join(summaries), "its outline keeps the names a step coming back would spell"
+    assert all(r.prompt_tokens <= 6_000 for r in model.requests)
 
 
 def _module(prefix: str) -> str:

@@ -122,18 +122,6 @@ def test_a_file_idle_for_long_is_held_whole_outlined_or_not_at_all_by_its_price(
     assert held_caps([small, large], messages, frozenset(), None) == {}, "hold_by_price=False: no caps"
 
 
-def test_a_file_an_earlier_run_used_and_this_run_has_not_is_held_at_most_as_its_outline() -> None:
-    messages = _messages(6)
-    carried = Artifact("/old.py", "file", "x = 1\n" * 400, -1, path="/old.py")  # from an earlier run's summary
-    outline = int((len(carried.text) // 4 + 1) * OUTLINE_SHARE)
-    for pricing in (CLAUDE, None):
-        assert held_caps([carried], messages, frozenset(), pricing, {"/old.py"}) == {"/old.py": outline}
-    assert held_caps([carried], messages, frozenset({"/old.py"}), CLAUDE, {"/old.py"}) == {}, "in use: held"
-    assert held_caps([carried], messages, frozenset(), None) == {}, "this run used it: no cap"
-    small = replace(carried, text="x = 1\n" * 40)
-    assert held_caps([small], messages, frozenset(), None, {"/old.py"}) == {}, "too small to outline: by its price"
-
-
 def test_what_the_section_leaves_out_is_named_with_how_to_get_it_back_and_split_takes_the_line_away() -> None:
     kept = Artifact("/kept.py", "file", "KEPT = 1", 5, path="/kept.py", via="Read")
     left = Artifact("/left.py", "file", "LEFT = 2\n" * 400, 3, path="/left.py", via="Read")

@@ -7,15 +7,7 @@ from agno.models.message import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agno_compression._keeping._relevance import (
-    _shared,
-    drawn_on,
-    earlier_unused,
-    in_this_run,
-    model_file,
-    pending,
-    put_first,
-)
+from agno_compression._keeping._relevance import _shared, drawn_on, in_this_run, model_file, pending, put_first
 from agno_compression._keeping._working_set import collect
 
 from .test_working_set import call, result
@@ -40,24 +32,6 @@ def test_a_page_an_earlier_run_fetched_stays_only_while_this_run_uses_it() -> No
     assert len(in_this_run(collect([*earlier, named]), [*earlier, named], named)) == 2, "its address: in use"
     fetched_now = [unrelated, *earlier[1:3]]
     assert len(in_this_run(collect(fetched_now), fetched_now, unrelated)) == 1, "fetched by this run: kept"
-
-
-def test_a_file_an_earlier_run_read_is_unused_until_this_run_names_it_or_its_names() -> None:
-    earlier = [
-        Message(role="user", content="Fix the retry loop."),
-        call("1", "Read", file_path="/src/retry.py"),
-        result("1", "Read", "def retry_loop(): ...\nmax_attempts_total = 5\nbackoff_base_ms = 20"),
-    ]
-    unrelated = Message(role="user", content="Add a changelog entry for the release.")
-    messages = [*earlier, unrelated]
-    assert earlier_unused(collect(messages), messages, unrelated, "file") == {"/src/retry.py"}
-    assert earlier_unused(collect(messages), messages, unrelated, "page") == set()
-    named = Message(role="user", content="Raise the attempts in /src/retry.py.")
-    assert earlier_unused(collect([*earlier, named]), [*earlier, named], named, "file") == set()
-    names = Message(role="user", content="Make retry_loop use max_attempts_total and backoff_base_ms.")
-    assert earlier_unused(collect([*earlier, names]), [*earlier, names], names, "file") == set(), "three names"
-    read_now = [unrelated, *earlier[1:]]
-    assert earlier_unused(collect(read_now), read_now, unrelated, "file") == set(), "read by this run"
 
 
 def test_a_file_holding_what_the_request_still_asks_for_comes_first_until_an_action_uses_it() -> None:
