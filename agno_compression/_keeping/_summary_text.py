@@ -223,8 +223,20 @@ def _condense_requests(requests: list[str], max_tokens: int, count: Callable[[st
         del kept[1]
         dropped += 1
     if count("\n".join(lines())) > max_tokens:  # the first and the newest alone are too long: shorten them
-        kept = [one_line(line, max(40, 4 * max_tokens // max(1, len(kept)))) for line in kept]
+        kept = [_fit_line(line, max_tokens // max(1, len(kept)), count) for line in kept]
     return lines()
+
+
+def _fit_line(line: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """``line`` on one line, cut between words to ``max_tokens`` (16 characters at least): four characters a token
+    at first, fewer where that is still too long (dense code, or characters of several tokens each: a rare script,
+    raw bytes)."""
+    limit = max(40, 4 * max_tokens)
+    out = one_line(line, limit)
+    while limit > 16 and (size := count(out)) > max_tokens:
+        limit = max(16, min(limit - 1, limit * max_tokens // size))
+        out = one_line(line, limit)
+    return out
 
 
 def _cut_lines(lines: list[str], max_tokens: int, count: Callable[[str], int]) -> list[str]:
@@ -233,7 +245,7 @@ def _cut_lines(lines: list[str], max_tokens: int, count: Callable[[str], int]) -
     while len(out) > 1 and count("\n".join(out)) > max_tokens:
         out.pop(0)
     if out and count("\n".join(out)) > max_tokens:
-        out = [one_line(out[0], max(40, 4 * max_tokens))]
+        out = [_fit_line(out[0], max_tokens, count)]
     return out
 
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from agno.models.message import Message
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agno_compression import ExtractiveSummarizer, SummaryRequest
@@ -52,6 +52,7 @@ def test_the_kept_section_leads_and_outlives_later_folds() -> None:
 
 
 @given(st.text(min_size=1, max_size=3000), st.integers(min_value=200, max_value=2000))
+@example("0\x810\x95" * 12 + "\x95" * 14 + "ĲĲĲĲŅŅŅŔŔŜŜƀƀƀƑ", 200)  # found by CI: a character several tokens
 def test_a_kept_section_stays_within_its_share(instructions: str, budget: int) -> None:
     text = summarize(instructions, budget=budget)
     if "## Kept on request" in text:
